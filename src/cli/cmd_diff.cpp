@@ -1,0 +1,35 @@
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "git/cli.hpp"
+#include "jobs/store.hpp"
+
+namespace mullet::cli {
+namespace {
+
+int diff(const std::string& job_name) {
+  const git::Repository repo = open_repository();
+  const auto job = jobs::JobStore(repo).find(job_name);
+  if (job.record.result.empty()) {
+    std::cerr << "job " << job.record.id << " has no changes\n";
+    return 0;
+  }
+  // No external diff drivers or textconv: their commands would come from
+  // attributes in a tree the worker wrote.
+  const auto status = git::run_git_passthrough(
+      {repo.git_dir(), std::nullopt, {}},
+      {"diff", "--no-ext-diff", "--no-textconv", "--stat", "--patch", job.record.base, job.record.result, "--"});
+  return status.success() ? 0 : 1;
+}
+
+}  // namespace
+
+void add_diff_command(CLI::App& app, Action& chosen) {
+  auto job = std::make_shared<std::string>();
+  CLI::App* sub = app.add_subcommand("diff", "Show what a job changed against its base");
+  sub->add_option("JOB", *job, "Job id or unique prefix")->required();
+  sub->callback([job, &chosen] { chosen = [job] { return diff(*job); }; });
+}
+
+}  // namespace mullet::cli

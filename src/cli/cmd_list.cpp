@@ -1,0 +1,48 @@
+#include <algorithm>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "jobs/liveness.hpp"
+#include "jobs/store.hpp"
+#include "util/strings.hpp"
+
+namespace mullet::cli {
+namespace {
+
+int list(bool json) {
+  const git::Repository repo = open_repository();
+  auto jobs = jobs::JobStore(repo).summaries();
+  std::sort(jobs.begin(), jobs.end(), [](const auto& a, const auto& b) {
+    return a.created_at != b.created_at ? a.created_at > b.created_at : a.id < b.id;
+  });
+  if (json) {
+    nlohmann::json array = nlohmann::json::array();
+    for (const auto& record : jobs) {
+      nlohmann::json item = jobs::summary_json(record);
+      item["state"] = jobs::state_name(jobs::effective_state(record));
+      array.push_back(item);
+    }
+    std::cout << array.dump(2) << "\n";
+    return 0;
+  }
+  std::string out;
+  for (const auto& record : jobs) {
+    std::string state = jobs::state_name(jobs::effective_state(record));
+    state.resize(std::max<std::size_t>(state.size(), 11), ' ');
+    out += record.id + "  " + state + "  " + record.created_at + "  " + util::first_line(record.title, 60) + "\n";
+  }
+  std::cout << out;
+  return 0;
+}
+
+}  // namespace
+
+void add_list_command(CLI::App& app, Action& chosen) {
+  auto json = std::make_shared<bool>(false);
+  CLI::App* sub = app.add_subcommand("list", "List jobs, newest first");
+  sub->add_flag("--json", *json, "Print a JSON array");
+  sub->callback([json, &chosen] { chosen = [json] { return list(*json); }; });
+}
+
+}  // namespace mullet::cli

@@ -1,0 +1,65 @@
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "jobs/liveness.hpp"
+#include "jobs/store.hpp"
+#include "util/strings.hpp"
+
+namespace mullet::cli {
+namespace {
+
+struct ShowOptions {
+  std::string job;
+  bool json = false;
+};
+
+void print_field(const std::string& name, const std::string& value) {
+  std::string padded = name;
+  padded.resize(10, ' ');
+  std::cout << padded << value << "\n";
+}
+
+int show(const ShowOptions& options) {
+  const git::Repository repo = open_repository();
+  const auto job = jobs::JobStore(repo).find(options.job);
+  const auto& record = job.record;
+  if (options.json) {
+    std::cout << job_json(record).dump(2) << "\n";
+    return 0;
+  }
+  const auto state = jobs::effective_state(record);
+  print_field("job", record.id);
+  print_field("title", record.title);
+  print_field("state", jobs::state_name(state) + (state == jobs::JobState::no_changes ? " (no changes)" : ""));
+  print_field("base", record.base);
+  print_field("result", record.result.empty() ? "none" : record.result);
+  print_field("executor", record.executor.name + (record.executor.command.empty() ? "" : ": " + record.executor.command) +
+                              (record.executor.version.empty() ? "" : " (" + record.executor.version + ")"));
+  print_field("created", record.created_at);
+  print_field("finished", record.finished_at.empty() ? "-" : record.finished_at);
+  if (!record.error.empty()) print_field("error", record.error);
+  if (!record.phases.empty()) {
+    std::cout << "phases:\n";
+    for (const auto& phase : record.phases) {
+      std::cout << "  " << phase.name << "  " << phase.ended_by << " " << phase.exit_code << "  "
+                << phase.duration_ms / 1000.0 << "s\n";
+    }
+  }
+  for (const auto& warning : record.snapshot_warnings) std::cout << "warning: " << warning << "\n";
+  std::cout << "prompt:\n";
+  for (const auto& line : util::split(util::trim(record.prompt), '\n')) std::cout << "  " << line << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_show_command(CLI::App& app, Action& chosen) {
+  auto options = std::make_shared<ShowOptions>();
+  CLI::App* sub = app.add_subcommand("show", "Show one job's record");
+  sub->add_option("JOB", options->job, "Job id or unique prefix")->required();
+  sub->add_flag("--json", options->json, "Print the record as one JSON object");
+  sub->callback([options, &chosen] { chosen = [options] { return show(*options); }; });
+}
+
+}  // namespace mullet::cli

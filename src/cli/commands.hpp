@@ -1,0 +1,17 @@
+// One function per subcommand (each in its own cmd_<name>.cpp).
+#pragma once
+
+#include "cli/common.hpp"
+
+namespace mullet::cli {
+
+void add_run_command(CLI::App& app, Action& chosen);
+void add_list_command(CLI::App& app, Action& chosen);
+void add_show_command(CLI::App& app, Action& chosen);
+void add_diff_command(CLI::App& app, Action& chosen);
+void add_log_command(CLI::App& app, Action& chosen);
+void add_merge_command(CLI::App& app, Action& chosen);
+void add_discard_command(CLI::App& app, Action& chosen);
+void add_config_command(CLI::App& app, Action& chosen);
+
+}  // namespace mullet::cli

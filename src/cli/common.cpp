@@ -1,0 +1,55 @@
+#include "cli/common.hpp"
+
+#include <unistd.h>
+
+#include <climits>
+
+#include "jobs/liveness.hpp"
+#include "util/error.hpp"
+#include "util/fs.hpp"
+
+namespace mullet::cli {
+
+git::Repository open_repository() {
+  char cwd[PATH_MAX];
+  if (::getcwd(cwd, sizeof cwd) == nullptr) throw usage_error("cannot read the current directory");
+  return git::Repository::discover(cwd);
+}
+
+config::Config load_config(const git::Repository* repo, const std::optional<git_oid>& base) {
+  config::Config config;
+  std::vector<config::Problem> problems;
+  const auto location = config::user_config_location();
+  std::optional<std::string> user_text;
+  try {
+    user_text = util::read_file_if_exists(location.path);
+  } catch (const Error& error) {
+    throw usage_error(std::string("cannot read your config file: ") + error.what());
+  }
+  if (!user_text && location.explicit_path) {
+    throw usage_error("GIT_MULLET_CONFIG names " + location.path + ", which does not exist");
+  }
+  if (user_text) {
+    auto found = config.merge_toml(*user_text, location.path, config::Source::user_file);
+    problems.insert(problems.end(), found.begin(), found.end());
+  }
+  if (repo != nullptr && base) {
+    if (auto repo_text = repo->read_file_at(*base, ".mullet.toml")) {
+      const std::string label = ".mullet.toml@" + short_sha(git::oid_to_string(*base));
+      auto found = config.merge_toml(*repo_text, label, config::Source::repo_file);
+      problems.insert(problems.end(), found.begin(), found.end());
+    }
+  }
+  config::throw_if_problems(problems);
+  return config;
+}
+
+nlohmann::json job_json(const jobs::JobRecord& record) {
+  nlohmann::json json = jobs::to_json(record);
+  json["state"] = jobs::state_name(jobs::effective_state(record));
+  return json;
+}
+
+std::string short_sha(const std::string& sha) { return sha.substr(0, 12); }
+
+}  // namespace mullet::cli

@@ -1,0 +1,36 @@
+// What every subcommand shares: the table entry type, opening the repository,
+// loading configuration, and printing jobs.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "config/config.hpp"
+#include "git/repository.hpp"
+#include "jobs/record.hpp"
+
+namespace mullet::cli {
+
+// A subcommand adds itself to the app and stores the action to run when it
+// was the one chosen. Actions return the exit code.
+using Action = std::function<int()>;
+struct Command {
+  const char* name;
+  void (*add)(CLI::App& app, Action& chosen);
+};
+
+git::Repository open_repository();
+
+// The user's file, then .mullet.toml from `base`'s tree (if any); flags are
+// applied by the caller. Throws one error listing every problem.
+config::Config load_config(const git::Repository* repo, const std::optional<git_oid>& base);
+
+// The record as `run --json` and `show --json` print it (state as shown).
+nlohmann::json job_json(const jobs::JobRecord& record);
+std::string short_sha(const std::string& sha);
+
+}  // namespace mullet::cli

@@ -1,0 +1,84 @@
+// Configuration: the user's file, the repository's .mullet.toml (read from the
+// pinned base commit, never from a work tree), then flags.
+//
+// The schema is one table (config.cpp). Each key says what the repository
+// file may do with it: nothing (user-only), only narrow a list, only lower a
+// limit, or set it freely. The repository can never widen a wall.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "util/error.hpp"
+
+namespace mullet::config {
+
+enum class Source { built_in, user_file, repo_file, flag };
+
+using Value = std::variant<std::string, std::vector<std::string>, std::int64_t, bool>;
+
+struct Entry {
+  Value value;
+  Source source = Source::built_in;
+  std::string origin;  // "built-in", "FILE:LINE" or "--flag"
+};
+
+struct Gate {
+  std::string name;
+  std::string command;
+  std::int64_t timeout_seconds = 0;  // 0: the phase limit applies
+  std::string origin;
+};
+
+struct Problem {
+  ExitCode severity;  // usage for malformed input, refused for a wall widened
+  std::string message;
+};
+
+class Config {
+ public:
+  // Built-in defaults for every key.
+  Config();
+
+  const std::string& string(const std::string& key) const;
+  const std::vector<std::string>& list(const std::string& key) const;
+  std::int64_t integer(const std::string& key) const;
+  bool boolean(const std::string& key) const;
+  const Entry& entry(const std::string& key) const;
+  const std::map<std::string, Entry>& entries() const { return m_entries; }
+  const std::vector<Gate>& gates() const { return m_gates; }
+
+  // Merges one TOML document. `file_label` names it in messages. Returns every
+  // problem found (unknown keys, wrong types, bad values, walls widened).
+  std::vector<Problem> merge_toml(const std::string& text, const std::string& file_label, Source source);
+  // A flag given on the command line; throws a usage error for a bad value.
+  void set_from_flag(const std::string& key, Value value, const std::string& flag);
+  void add_gate(Gate gate) { m_gates.push_back(std::move(gate)); }
+
+  // The effective configuration as TOML-like lines with where each came from.
+  std::string describe() const;
+
+ private:
+  std::map<std::string, Entry> m_entries;
+  std::vector<Gate> m_gates;
+};
+
+// Throws one Error listing every problem (exit code: refused if any problem
+// widens a wall, else usage).
+void throw_if_problems(const std::vector<Problem>& problems);
+
+// Where the user's config file is: $GIT_MULLET_CONFIG, else
+// $XDG_CONFIG_HOME/git-mullet/config.toml, else ~/.config/git-mullet/config.toml.
+// `explicit_path` says whether the user named it (then it must exist).
+struct UserConfigLocation {
+  std::string path;
+  bool explicit_path = false;
+};
+UserConfigLocation user_config_location();
+
+std::string source_name(Source source);
+
+}  // namespace mullet::config

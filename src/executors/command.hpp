@@ -1,0 +1,15 @@
+// The command executor: any shell command as the worker, for tests and
+// scripting. The prompt arrives on stdin and in MULLET_PROMPT.
+#pragma once
+
+#include "executors/executor.hpp"
+
+namespace mullet::executors {
+
+class CommandExecutor final : public Executor {
+ public:
+  std::string name() const override { return "command"; }
+  WorkerSpec prepare(const TaskContext& task) const override;
+};
+
+}  // namespace mullet::executors

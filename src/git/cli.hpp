@@ -1,0 +1,31 @@
+// The git command-line tool, run hardened: no hooks, no system or global
+// config, no fsmonitor, an explicit git dir and work tree (never discovered
+// through a .git file), and an environment built from scratch.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/process.hpp"
+
+namespace mullet::git {
+
+struct GitCliTarget {
+  std::string git_dir;
+  std::optional<std::string> work_tree;
+  // Extra object directories (GIT_ALTERNATE_OBJECT_DIRECTORIES).
+  std::vector<std::string> alternates;
+};
+
+// The argv prefix every invocation gets (exposed for tests).
+std::vector<std::string> hardened_git_prefix();
+util::Environment hardened_git_environment(const GitCliTarget& target);
+
+// Runs `git <args>` and captures its output; throws when git cannot start.
+util::CapturedRun run_git(const GitCliTarget& target, const std::vector<std::string>& args,
+                          const std::string& input = {});
+// Runs it with our stdout/stderr (for output meant for the user).
+util::ExitStatus run_git_passthrough(const GitCliTarget& target, const std::vector<std::string>& args);
+
+}  // namespace mullet::git

@@ -1,0 +1,30 @@
+// The private clone a job works in: a git dir of our own (which the worker
+// only ever sees read-only) and a separate work tree checked out at the base.
+//
+// The clone borrows the user's objects through GIT_ALTERNATE_OBJECT_DIRECTORIES
+// at run time instead of an alternates file, so the same git dir works on the
+// host and inside the sandbox, where the objects sit at another path.
+#pragma once
+
+#include <string>
+
+#include "git/repository.hpp"
+
+namespace mullet::git {
+
+struct ClonePaths {
+  std::string git_dir;
+  std::string work_tree;
+};
+
+// Contents of info/attributes in every clone: checkout and snapshot both store
+// bytes exactly as they are, whatever .gitattributes the tree carries.
+inline constexpr const char* neutral_attributes = "* -text -eol -filter -ident -working-tree-encoding\n";
+
+// Creates the git dir and checks the base out into the (new, empty) work tree
+// with git's parallel checkout. `git_dir_as_seen_inside` is what the work
+// tree's .git file names, so git finds its git dir inside the sandbox.
+void create_private_clone(const Repository& user_repo, const git_oid& base, const ClonePaths& paths,
+                          const std::string& git_dir_as_seen_inside);
+
+}  // namespace mullet::git

@@ -1,0 +1,87 @@
+#include "git/repository.hpp"
+
+#include "util/error.hpp"
+
+namespace mullet::git {
+namespace {
+
+std::string strip_slash(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+}  // namespace
+
+Repository Repository::discover(const std::string& start_dir) {
+  initialise_libgit2();
+  git_repository* raw = nullptr;
+  const int rc = git_repository_open_ext(&raw, start_dir.c_str(), GIT_REPOSITORY_OPEN_FROM_ENV, nullptr);
+  if (rc == GIT_ENOTFOUND) {
+    throw usage_error("not a git repository: " + start_dir, "run git mullet inside a git repository");
+  }
+  if (rc < 0) throw usage_error("cannot open the git repository at " + start_dir + ": " + last_error_message());
+  return Repository(RepositoryPtr(raw));
+}
+
+Repository Repository::open_git_dir(const std::string& git_dir) {
+  initialise_libgit2();
+  git_repository* raw = nullptr;
+  check(git_repository_open_ext(&raw, git_dir.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr),
+        "cannot open " + git_dir);
+  return Repository(RepositoryPtr(raw));
+}
+
+std::string Repository::git_dir() const { return strip_slash(git_repository_path(m_repo.get())); }
+std::string Repository::common_dir() const { return strip_slash(git_repository_commondir(m_repo.get())); }
+std::string Repository::objects_dir() const { return common_dir() + "/objects"; }
+bool Repository::is_bare() const { return git_repository_is_bare(m_repo.get()) != 0; }
+
+git_oid Repository::resolve_commit(const std::string& rev) const {
+  git_object* raw = nullptr;
+  if (git_revparse_single(&raw, m_repo.get(), rev.c_str()) < 0) {
+    throw usage_error("unknown revision '" + rev + "'", "name a commit, branch or tag that exists");
+  }
+  ObjectPtr object(raw);
+  git_object* peeled = nullptr;
+  if (git_object_peel(&peeled, object.get(), GIT_OBJECT_COMMIT) < 0) {
+    throw usage_error("'" + rev + "' does not name a commit");
+  }
+  ObjectPtr commit(peeled);
+  return *git_object_id(commit.get());
+}
+
+git_oid Repository::head_commit() const {
+  if (git_repository_head_unborn(m_repo.get()) == 1) {
+    throw usage_error("the repository has no commits yet (HEAD is unborn)", "commit something first, or pass --base");
+  }
+  return resolve_commit("HEAD");
+}
+
+git_oid Repository::tree_of(const git_oid& commit_id) const {
+  git_commit* raw = nullptr;
+  check(git_commit_lookup(&raw, m_repo.get(), &commit_id), "cannot read commit " + oid_to_string(commit_id));
+  CommitPtr commit(raw);
+  return *git_commit_tree_id(commit.get());
+}
+
+std::optional<std::string> Repository::read_file_at(const git_oid& commit_id, const std::string& path) const {
+  const git_oid tree_id = tree_of(commit_id);
+  git_tree* raw_tree = nullptr;
+  check(git_tree_lookup(&raw_tree, m_repo.get(), &tree_id), "cannot read tree");
+  TreePtr tree(raw_tree);
+  git_tree_entry* raw_entry = nullptr;
+  if (git_tree_entry_bypath(&raw_entry, tree.get(), path.c_str()) < 0) return std::nullopt;
+  TreeEntryPtr entry(raw_entry);
+  if (git_tree_entry_type(entry.get()) != GIT_OBJECT_BLOB) return std::nullopt;
+  return read_blob(*git_tree_entry_id(entry.get()));
+}
+
+std::string Repository::read_blob(const git_oid& blob_id) const {
+  git_blob* raw = nullptr;
+  check(git_blob_lookup(&raw, m_repo.get(), &blob_id), "cannot read blob " + oid_to_string(blob_id));
+  BlobPtr blob(raw);
+  const auto* data = static_cast<const char*>(git_blob_rawcontent(blob.get()));
+  return std::string(data, static_cast<std::size_t>(git_blob_rawsize(blob.get())));
+}
+
+}  // namespace mullet::git

@@ -1,0 +1,41 @@
+// The user's repository: found from the current directory, opened with
+// libgit2 (which runs no hooks and, after initialise_libgit2(), reads no
+// system or global config).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "git/handles.hpp"
+
+namespace mullet::git {
+
+class Repository {
+ public:
+  // Finds the repository containing `start_dir` (honours GIT_DIR as git does
+  // for `git -C`/`--git-dir`). Throws a usage error when there is none.
+  static Repository discover(const std::string& start_dir);
+  // Opens a git dir we made ourselves: no discovery, no .git file.
+  static Repository open_git_dir(const std::string& git_dir);
+
+  git_repository* get() const { return m_repo.get(); }
+  std::string git_dir() const;      // this checkout's git dir
+  std::string common_dir() const;   // shared by all worktrees: refs, objects
+  std::string objects_dir() const;
+  bool is_bare() const;
+
+  // Resolves a revision to a commit; throws a usage error naming `rev`.
+  git_oid resolve_commit(const std::string& rev) const;
+  // The commit HEAD points at; throws a usage error on an unborn HEAD.
+  git_oid head_commit() const;
+  git_oid tree_of(const git_oid& commit) const;
+  // The content of `path` in `commit`'s tree, if it is a blob there.
+  std::optional<std::string> read_file_at(const git_oid& commit, const std::string& path) const;
+  std::string read_blob(const git_oid& blob) const;
+
+ private:
+  explicit Repository(RepositoryPtr repo) : m_repo(std::move(repo)) {}
+  RepositoryPtr m_repo;
+};
+
+}  // namespace mullet::git

@@ -1,0 +1,41 @@
+// Recording a work tree the worker wrote as a git tree, from the outside.
+//
+// The walk opens every entry relative to its parent directory with O_NOFOLLOW,
+// so no symlink is followed and no FIFO or device is ever opened; file bytes
+// are stored exactly as they are (no filters, no line-ending conversion).
+// Files whose stat data still matches the clone's index reuse the object id
+// git computed at checkout, which keeps large unchanged trees cheap.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "git/clone.hpp"
+#include "git/repository.hpp"
+
+namespace mullet::git {
+
+struct SnapshotOptions {
+  // Top-level directories never recorded (dependency directories); what the
+  // base had there is kept as it was.
+  std::vector<std::string> excluded_top_level_dirs;
+};
+
+struct Snapshot {
+  git_oid tree{};
+  std::vector<std::string> warnings;  // entries left out, and why
+  std::size_t files_hashed = 0;
+  std::size_t files_reused = 0;
+};
+
+// Writes the work tree's blobs and trees into the user's object database and
+// returns the root tree. The clone's .git file and any nested .git are never
+// recorded; untracked paths that .gitignore ignores are left out.
+Snapshot take_snapshot(const Repository& user_repo, const ClonePaths& clone, const SnapshotOptions& options);
+
+// Creates (without moving any ref) a commit of `tree` whose parent is `parent`.
+git_oid commit_snapshot(const Repository& user_repo, const git_oid& tree, const git_oid& parent,
+                        const std::string& message);
+
+}  // namespace mullet::git

@@ -1,0 +1,21 @@
+#include "jobs/layout.hpp"
+
+#include "util/fs.hpp"
+
+namespace mullet::jobs {
+
+std::string jobs_directory(const git::Repository& repo) {
+  return util::real_path(repo.common_dir()) + "/mullet/jobs";
+}
+
+JobPaths job_paths(const git::Repository& repo, const std::string& id) {
+  JobPaths paths;
+  paths.root = jobs_directory(repo) + "/" + id;
+  paths.git_dir = paths.root + "/git";
+  paths.work_tree = paths.root + "/work";
+  paths.home = paths.root + "/home";
+  paths.worker_log = paths.root + "/worker.log";
+  return paths;
+}
+
+}  // namespace mullet::jobs

@@ -1,0 +1,23 @@
+// Where a job's scratch directories live: <common git dir>/mullet/jobs/<id>/,
+// inside the user's .git, never in their work tree. Paths are real paths, so
+// they can be bound into a sandbox (which refuses symlinks).
+#pragma once
+
+#include <string>
+
+#include "git/repository.hpp"
+
+namespace mullet::jobs {
+
+struct JobPaths {
+  std::string root;       // the job's directory
+  std::string git_dir;    // the clone's git dir (read-only inside)
+  std::string work_tree;  // the clone's work tree (writable inside)
+  std::string home;       // the sandbox's private HOME
+  std::string worker_log; // the worker's output while it runs
+};
+
+std::string jobs_directory(const git::Repository& repo);
+JobPaths job_paths(const git::Repository& repo, const std::string& id);
+
+}  // namespace mullet::jobs

@@ -1,0 +1,122 @@
+#include "jobs/record.hpp"
+
+namespace mullet::jobs {
+namespace {
+
+const std::vector<std::pair<JobState, const char*>>& state_names() {
+  static const std::vector<std::pair<JobState, const char*>> names = {
+      {JobState::running, "running"},     {JobState::succeeded, "succeeded"}, {JobState::no_changes, "no_changes"},
+      {JobState::failed, "failed"},       {JobState::refused, "refused"},     {JobState::cancelled, "cancelled"},
+      {JobState::interrupted, "interrupted"}};
+  return names;
+}
+
+nlohmann::json null_if_empty(const std::string& text) { return text.empty() ? nlohmann::json() : nlohmann::json(text); }
+
+std::string string_or_empty(const nlohmann::json& json, const char* key) {
+  const auto found = json.find(key);
+  return found != json.end() && found->is_string() ? found->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+std::string state_name(JobState state) {
+  for (const auto& [value, name] : state_names()) {
+    if (value == state) return name;
+  }
+  return "unknown";
+}
+
+std::optional<JobState> parse_state(const std::string& name) {
+  for (const auto& [value, known] : state_names()) {
+    if (name == known) return value;
+  }
+  return std::nullopt;
+}
+
+bool is_final(JobState state) { return state != JobState::running; }
+
+nlohmann::json to_json(const JobRecord& record) {
+  nlohmann::json phases = nlohmann::json::array();
+  for (const auto& phase : record.phases) {
+    phases.push_back({{"name", phase.name},
+                      {"command", phase.command},
+                      {"exit_code", phase.exit_code},
+                      {"ended_by", phase.ended_by},
+                      {"duration_ms", phase.duration_ms},
+                      {"output_tail", phase.output_tail}});
+  }
+  return {{"format", record.format},
+          {"id", record.id},
+          {"title", record.title},
+          {"prompt", record.prompt},
+          {"state", state_name(record.state)},
+          {"base", record.base},
+          {"result", null_if_empty(record.result)},
+          {"executor", record.executor.name},
+          {"executor_command", null_if_empty(record.executor.command)},
+          {"executor_version", null_if_empty(record.executor.version)},
+          {"created_at", record.created_at},
+          {"finished_at", null_if_empty(record.finished_at)},
+          {"error", null_if_empty(record.error)},
+          {"phases", phases},
+          {"snapshot_warnings", record.snapshot_warnings},
+          {"runner",
+           {{"pid", record.runner.pid},
+            {"start_ticks", record.runner.start_ticks},
+            {"boot_id", record.runner.boot_id}}}};
+}
+
+JobRecord record_from_json(const nlohmann::json& json) {
+  JobRecord record;
+  record.format = json.value("format", 1);
+  record.id = string_or_empty(json, "id");
+  record.title = string_or_empty(json, "title");
+  record.prompt = string_or_empty(json, "prompt");
+  record.state = parse_state(string_or_empty(json, "state")).value_or(JobState::failed);
+  record.base = string_or_empty(json, "base");
+  record.result = string_or_empty(json, "result");
+  record.created_at = string_or_empty(json, "created_at");
+  record.finished_at = string_or_empty(json, "finished_at");
+  record.error = string_or_empty(json, "error");
+  record.executor.name = string_or_empty(json, "executor");
+  record.executor.command = string_or_empty(json, "executor_command");
+  record.executor.version = string_or_empty(json, "executor_version");
+  if (const auto phases = json.find("phases"); phases != json.end() && phases->is_array()) {
+    for (const auto& item : *phases) {
+      PhaseRecord phase;
+      phase.name = string_or_empty(item, "name");
+      if (item.contains("command") && item["command"].is_array()) {
+        phase.command = item["command"].get<std::vector<std::string>>();
+      }
+      phase.exit_code = item.value("exit_code", -1);
+      phase.ended_by = string_or_empty(item, "ended_by");
+      phase.duration_ms = item.value("duration_ms", std::int64_t{0});
+      phase.output_tail = string_or_empty(item, "output_tail");
+      record.phases.push_back(phase);
+    }
+  }
+  if (const auto warnings = json.find("snapshot_warnings"); warnings != json.end() && warnings->is_array()) {
+    for (const auto& item : *warnings) {
+      if (item.is_string()) record.snapshot_warnings.push_back(item.get<std::string>());
+    }
+  }
+  if (const auto runner = json.find("runner"); runner != json.end() && runner->is_object()) {
+    record.runner.pid = runner->value("pid", 0);
+    record.runner.start_ticks = runner->value("start_ticks", std::uint64_t{0});
+    record.runner.boot_id = string_or_empty(*runner, "boot_id");
+  }
+  return record;
+}
+
+nlohmann::json summary_json(const JobRecord& record) {
+  nlohmann::json full = to_json(record);
+  nlohmann::json summary;
+  for (const char* key : {"format", "id", "title", "state", "base", "result", "executor", "created_at", "finished_at",
+                          "error", "runner"}) {
+    summary[key] = full[key];
+  }
+  return summary;
+}
+
+}  // namespace mullet::jobs

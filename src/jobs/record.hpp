@@ -1,0 +1,65 @@
+// The job record: plain data, stored as JSON in git (see jobs/store.hpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mullet::jobs {
+
+enum class JobState { running, succeeded, no_changes, failed, refused, cancelled, interrupted };
+
+std::string state_name(JobState state);
+std::optional<JobState> parse_state(const std::string& name);
+bool is_final(JobState state);
+
+struct PhaseRecord {
+  std::string name;               // setup, worker, gate:<name>
+  std::vector<std::string> command;
+  int exit_code = -1;
+  std::string ended_by;           // exit, signal, timeout, inactivity, refused, ...
+  std::int64_t duration_ms = 0;
+  std::string output_tail;        // the last part of its output
+};
+
+struct ExecutorRecord {
+  std::string name;     // command, claude
+  std::string command;  // what ran, for the command executor
+  std::string version;  // the worker binary's version, when it has one
+};
+
+// Who is running the job, so a later reader can tell a live job from one whose
+// runner died (pid reuse is ruled out by the process start time).
+struct RunnerRecord {
+  int pid = 0;
+  std::uint64_t start_ticks = 0;
+  std::string boot_id;
+};
+
+struct JobRecord {
+  int format = 1;
+  std::string id;
+  std::string title;
+  std::string prompt;
+  JobState state = JobState::running;
+  std::string base;    // full sha
+  std::string result;  // full sha, empty when there is none
+  ExecutorRecord executor;
+  std::string created_at;
+  std::string finished_at;  // empty while running
+  std::string error;        // empty unless failed or refused
+  std::vector<PhaseRecord> phases;
+  std::vector<std::string> snapshot_warnings;
+  RunnerRecord runner;
+};
+
+nlohmann::json to_json(const JobRecord& record);
+// Tolerant of missing fields (records written by older versions).
+JobRecord record_from_json(const nlohmann::json& json);
+// The small subset `list` needs, kept in the record commit's message.
+nlohmann::json summary_json(const JobRecord& record);
+
+}  // namespace mullet::jobs

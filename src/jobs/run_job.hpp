@@ -1,0 +1,37 @@
+// One job from start to end: pin the base, make the private clone, run the
+// worker in the sandbox, snapshot what it wrote, record everything.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "config/config.hpp"
+#include "git/repository.hpp"
+#include "jobs/record.hpp"
+#include "sandbox/plan.hpp"
+
+namespace mullet::jobs {
+
+struct RunRequest {
+  std::string prompt;
+  std::string title;
+  git_oid base{};
+  bool show_worker_output = true;  // stream the worker's output to stderr
+};
+
+struct RunOutcome {
+  JobRecord record;
+  ExitCode exit_code = ExitCode::ok;
+};
+
+// The worker phase's plan for a job in `paths`, as `run` would build it.
+sandbox::Plan worker_plan(const git::Repository& repo, const config::Config& config, const std::string& job_id,
+                          const std::string& prompt);
+
+// Runs the job. Bad input and an unavailable sandbox are thrown before any
+// job exists; anything after that is recorded in the job and returned.
+RunOutcome run_job(const git::Repository& repo, const config::Config& config, const RunRequest& request);
+
+int exit_code_for(JobState state);
+
+}  // namespace mullet::jobs

@@ -1,0 +1,206 @@
+#include "jobs/store.hpp"
+
+#include "git/handles.hpp"
+#include "jobs/id.hpp"
+#include "util/error.hpp"
+
+namespace mullet::jobs {
+namespace {
+
+using git::check;
+
+std::string ref_name(const std::string& id) { return std::string(jobs_ref_prefix) + id; }
+
+std::string commit_summary_line(git_commit* commit) {
+  const std::string message = git_commit_message(commit);
+  const auto start = message.find('\n') == std::string::npos ? 0 : message.rfind('\n', message.size() - 2) + 1;
+  return message.substr(start);
+}
+
+git::CommitPtr lookup_commit(git_repository* repo, const git_oid& id) {
+  git_commit* raw = nullptr;
+  check(git_commit_lookup(&raw, repo, &id), "cannot read job record " + git::oid_to_string(id));
+  return git::CommitPtr(raw);
+}
+
+}  // namespace
+
+std::vector<std::string> JobStore::ids() const {
+  std::vector<std::string> found;
+  git_reference_iterator* raw = nullptr;
+  check(git_reference_iterator_glob_new(&raw, m_repo.get(), "refs/mullet/jobs/*"), "cannot list jobs");
+  git::ReferenceIteratorPtr iterator(raw);
+  const char* name = nullptr;
+  const std::size_t prefix = std::string(jobs_ref_prefix).size();
+  while (git_reference_next_name(&name, iterator.get()) == 0) {
+    const std::string id = std::string(name).substr(prefix);
+    if (is_valid_job_id(id)) found.push_back(id);
+  }
+  return found;
+}
+
+std::vector<JobRecord> JobStore::summaries() const {
+  std::vector<JobRecord> found;
+  git_reference_iterator* raw = nullptr;
+  check(git_reference_iterator_glob_new(&raw, m_repo.get(), "refs/mullet/jobs/*"), "cannot list jobs");
+  git::ReferenceIteratorPtr iterator(raw);
+  git_reference* raw_ref = nullptr;
+  while (git_reference_next(&raw_ref, iterator.get()) == 0) {
+    git::ReferencePtr ref(raw_ref);
+    const git_oid* target = git_reference_target(ref.get());
+    if (target == nullptr) continue;
+    git_commit* raw_commit = nullptr;
+    if (git_commit_lookup(&raw_commit, m_repo.get(), target) < 0) continue;
+    git::CommitPtr commit(raw_commit);
+    const auto summary = nlohmann::json::parse(commit_summary_line(commit.get()), nullptr, false);
+    if (summary.is_discarded() || !summary.is_object()) continue;
+    found.push_back(record_from_json(summary));
+  }
+  return found;
+}
+
+std::optional<StoredJob> JobStore::load(const std::string& id) const {
+  git_reference* raw_ref = nullptr;
+  if (git_reference_lookup(&raw_ref, m_repo.get(), ref_name(id).c_str()) < 0) return std::nullopt;
+  git::ReferencePtr ref(raw_ref);
+  git_reference* raw_resolved = nullptr;
+  check(git_reference_resolve(&raw_resolved, ref.get()), "cannot read " + ref_name(id));
+  git::ReferencePtr resolved(raw_resolved);
+  StoredJob job;
+  job.record_commit = *git_reference_target(resolved.get());
+  auto content = read_file(job, "job.json");
+  if (!content) throw failure("job " + id + " has no job.json in its record");
+  const auto json = nlohmann::json::parse(*content, nullptr, false);
+  if (json.is_discarded()) throw failure("job " + id + " has a damaged job.json");
+  job.record = record_from_json(json);
+  return job;
+}
+
+StoredJob JobStore::find(const std::string& prefix) const {
+  const std::string id = value_or_throw(match_job_id(ids(), prefix));
+  auto job = load(id);
+  if (!job) throw usage_error("no job matches '" + prefix + "'");
+  return *job;
+}
+
+std::optional<std::string> JobStore::read_file(const StoredJob& job, const std::string& name) const {
+  auto commit = lookup_commit(m_repo.get(), job.record_commit);
+  git_tree* raw_tree = nullptr;
+  check(git_commit_tree(&raw_tree, commit.get()), "cannot read a job record");
+  git::TreePtr tree(raw_tree);
+  const git_tree_entry* entry = git_tree_entry_byname(tree.get(), name.c_str());
+  if (entry == nullptr) return std::nullopt;
+  return m_repo.read_blob(*git_tree_entry_id(entry));
+}
+
+git_oid JobStore::write_record_commit(const JobRecord& record, const std::map<std::string, std::string>& files,
+                                      const std::optional<git_oid>& previous) const {
+  git::TreePtr previous_tree;
+  if (previous) {
+    auto commit = lookup_commit(m_repo.get(), *previous);
+    git_tree* raw_tree = nullptr;
+    check(git_commit_tree(&raw_tree, commit.get()), "cannot read a job record");
+    previous_tree.reset(raw_tree);
+  }
+  git_treebuilder* raw_builder = nullptr;
+  check(git_treebuilder_new(&raw_builder, m_repo.get(), previous_tree.get()), "cannot build a job record");
+  git::TreeBuilderPtr builder(raw_builder);
+  auto add = [&](const std::string& name, const std::string& content) {
+    git_oid blob{};
+    check(git_blob_create_from_buffer(&blob, m_repo.get(), content.data(), content.size()),
+          "cannot write a job record");
+    check(git_treebuilder_insert(nullptr, builder.get(), name.c_str(), &blob, GIT_FILEMODE_BLOB),
+          "cannot write a job record");
+  };
+  add("job.json", to_json(record).dump(2) + "\n");
+  for (const auto& [name, content] : files) add(name, content);
+  git_oid tree_id{};
+  check(git_treebuilder_write(&tree_id, builder.get()), "cannot write a job record");
+  git_tree* raw_tree = nullptr;
+  check(git_tree_lookup(&raw_tree, m_repo.get(), &tree_id), "cannot write a job record");
+  git::TreePtr tree(raw_tree);
+
+  std::vector<git::CommitPtr> parents;
+  parents.push_back(lookup_commit(m_repo.get(), git::oid_from_string(record.base)));
+  if (!record.result.empty()) parents.push_back(lookup_commit(m_repo.get(), git::oid_from_string(record.result)));
+  std::vector<const git_commit*> parent_pointers;
+  for (const auto& parent : parents) parent_pointers.push_back(parent.get());
+
+  git_signature* raw_signature = nullptr;
+  check(git_signature_now(&raw_signature, "git-mullet", "git-mullet@localhost"), "cannot make a signature");
+  git::SignaturePtr signature(raw_signature);
+  const std::string message =
+      "git-mullet job " + record.id + ": " + state_name(record.state) + "\n\n" + summary_json(record).dump() + "\n";
+  git_oid commit_id{};
+  check(git_commit_create(&commit_id, m_repo.get(), nullptr, signature.get(), signature.get(), nullptr,
+                          message.c_str(), tree.get(), parent_pointers.size(), parent_pointers.data()),
+        "cannot write a job record");
+  return commit_id;
+}
+
+git_oid JobStore::create(const JobRecord& record) {
+  const git_oid commit = write_record_commit(record, {}, std::nullopt);
+  git_reference* raw = nullptr;
+  check(git_reference_create(&raw, m_repo.get(), ref_name(record.id).c_str(), &commit, 0, "git-mullet run"),
+        "cannot create the job's ref");
+  git::ReferencePtr ref(raw);
+  return commit;
+}
+
+std::optional<git_oid> JobStore::save(const JobRecord& record, const std::map<std::string, std::string>& files,
+                                      const git_oid& expected) {
+  const git_oid commit = write_record_commit(record, files, expected);
+  git_reference* raw = nullptr;
+  const int rc = git_reference_create_matching(&raw, m_repo.get(), ref_name(record.id).c_str(), &commit, 1, &expected,
+                                               "git-mullet update");
+  if (rc == GIT_EMODIFIED || rc == GIT_ENOTFOUND || rc == GIT_ELOCKED) return std::nullopt;
+  check(rc, "cannot update job " + record.id);
+  git::ReferencePtr ref(raw);
+  return commit;
+}
+
+StoredJob JobStore::update(const std::string& id, const std::function<void(JobRecord&)>& change,
+                           const std::map<std::string, std::string>& files) {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    auto job = load(id);
+    if (!job) throw failure("job " + id + " was discarded while it was being updated");
+    change(job->record);
+    if (auto commit = save(job->record, files, job->record_commit)) {
+      job->record_commit = *commit;
+      return *job;
+    }
+  }
+  throw failure("cannot update job " + id + ": its record keeps changing under us");
+}
+
+bool JobStore::remove(const std::string& id, const git_oid& expected) {
+  // Read the trace's reflog before moving the ref: libgit2 may or may not log
+  // the move itself, and writing our copy afterwards leaves exactly one entry.
+  git_reflog* raw_log = nullptr;
+  check(git_reflog_read(&raw_log, m_repo.get(), discarded_ref), "cannot read the discard log");
+  git::ReflogPtr log(raw_log);
+
+  git_reference* raw_ref = nullptr;
+  if (git_reference_lookup(&raw_ref, m_repo.get(), ref_name(id).c_str()) < 0) return false;
+  git::ReferencePtr ref(raw_ref);
+  const git_oid* current = git_reference_target(ref.get());
+  if (current == nullptr || git_oid_cmp(current, &expected) != 0) return false;
+
+  git_reference* raw_trace = nullptr;
+  check(git_reference_create(&raw_trace, m_repo.get(), discarded_ref, &expected, 1, nullptr),
+        "cannot record the discard");
+  git::ReferencePtr trace(raw_trace);
+  const int rc = git_reference_delete(ref.get());
+  if (rc == GIT_EMODIFIED) return false;
+  check(rc, "cannot delete the job's ref");
+
+  git_signature* raw_signature = nullptr;
+  check(git_signature_now(&raw_signature, "git-mullet", "git-mullet@localhost"), "cannot make a signature");
+  git::SignaturePtr signature(raw_signature);
+  const std::string message = "git-mullet discard " + id;
+  check(git_reflog_append(log.get(), &expected, signature.get(), message.c_str()), "cannot record the discard");
+  check(git_reflog_write(log.get()), "cannot record the discard");
+  return true;
+}
+
+}  // namespace mullet::jobs

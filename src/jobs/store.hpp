@@ -1,0 +1,65 @@
+// Job records in the user's repository.
+//
+// Each job is one ref, refs/mullet/jobs/<id>, pointing at a "record commit":
+//   tree     job.json (the full record) and the phases' logs (worker.log, ...)
+//   parents  the base commit, then the result commit when there is one, so
+//            git gc keeps both for as long as the job exists and
+//            `git push origin 'refs/mullet/*'` carries everything
+//   message  one line of summary JSON, all that `list` needs to read
+// Updates are compare-and-swap on that one ref, so concurrent writers never
+// lose each other's work.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "git/repository.hpp"
+#include "jobs/record.hpp"
+
+namespace mullet::jobs {
+
+inline constexpr const char* jobs_ref_prefix = "refs/mullet/jobs/";
+inline constexpr const char* discarded_ref = "refs/mullet/discarded";
+
+struct StoredJob {
+  JobRecord record;
+  git_oid record_commit{};
+};
+
+class JobStore {
+ public:
+  explicit JobStore(const git::Repository& repo) : m_repo(repo) {}
+
+  std::vector<std::string> ids() const;
+  // Every job's summary (from the commit messages), unordered.
+  std::vector<JobRecord> summaries() const;
+  std::optional<StoredJob> load(const std::string& id) const;
+  // Resolves a unique prefix to a stored job; usage error otherwise.
+  StoredJob find(const std::string& prefix) const;
+  // A file kept beside job.json (a log); nullopt when absent.
+  std::optional<std::string> read_file(const StoredJob& job, const std::string& name) const;
+
+  // Creates the job's ref; fails if it exists.
+  git_oid create(const JobRecord& record);
+  // Writes a new record commit (keeping the files of the old one unless
+  // replaced by `files`) if the ref still points at `expected`. Returns the
+  // new commit, or nullopt when someone else moved the ref first.
+  std::optional<git_oid> save(const JobRecord& record, const std::map<std::string, std::string>& files,
+                              const git_oid& expected);
+  // Reads, applies `change`, saves; retries when the ref moved meanwhile.
+  StoredJob update(const std::string& id, const std::function<void(JobRecord&)>& change,
+                   const std::map<std::string, std::string>& files = {});
+  // Deletes the job's ref if it still points at `expected`, leaving a trace in
+  // the reflog of refs/mullet/discarded. False when the ref moved.
+  bool remove(const std::string& id, const git_oid& expected);
+
+ private:
+  git_oid write_record_commit(const JobRecord& record, const std::map<std::string, std::string>& files,
+                              const std::optional<git_oid>& previous) const;
+  const git::Repository& m_repo;
+};
+
+}  // namespace mullet::jobs

@@ -1,0 +1,81 @@
+#include "sandbox/plan.hpp"
+
+#include <sstream>
+
+#include "util/strings.hpp"
+
+namespace mullet::sandbox {
+
+std::string mount_kind_name(MountKind kind) {
+  switch (kind) {
+    case MountKind::read_only_bind: return "ro-bind";
+    case MountKind::writable_bind: return "bind";
+    case MountKind::tmpfs: return "tmpfs";
+    case MountKind::proc: return "proc";
+    case MountKind::dev: return "dev";
+    case MountKind::directory: return "dir";
+    case MountKind::symlink: return "symlink";
+    case MountKind::mask: return "mask";
+  }
+  return "?";
+}
+
+nlohmann::json to_json(const Plan& plan) {
+  nlohmann::json mounts = nlohmann::json::array();
+  for (const auto& mount : plan.mounts) {
+    nlohmann::json item = {{"kind", mount_kind_name(mount.kind)}, {"destination", mount.destination}};
+    if (!mount.source.empty()) item["source"] = mount.source;
+    if (mount.size_bytes > 0) item["size_bytes"] = mount.size_bytes;
+    mounts.push_back(item);
+  }
+  std::vector<std::string> env_names;
+  for (const auto& [name, value] : plan.env) env_names.push_back(name);
+  nlohmann::json json = {
+      {"phase", plan.phase},
+      {"command", plan.command},
+      {"cwd", plan.cwd},
+      {"mounts", mounts},
+      {"env", env_names},
+      {"network", {{"grants", plan.network.grants}}},
+      {"limits",
+       {{"wall_seconds", plan.limits.wall_seconds},
+        {"inactivity_seconds", plan.limits.inactivity_seconds},
+        {"memory_mb", plan.limits.memory_mb},
+        {"processes", plan.limits.processes}}},
+  };
+  json["host_uid"] = plan.host_uid ? nlohmann::json(*plan.host_uid) : nlohmann::json();
+  return json;
+}
+
+std::string describe(const Plan& plan) {
+  std::ostringstream out;
+  out << "phase " << plan.phase << "\n";
+  out << "  command:     " << util::shell_join(plan.command) << "\n";
+  out << "  directory:   " << plan.cwd << "\n";
+  if (plan.host_uid) out << "  runs as:     host uid " << *plan.host_uid << " (git-mullet runs as root)\n";
+  out << "  network:     ";
+  if (plan.network.grants.empty()) {
+    out << "none (loopback only)\n";
+  } else {
+    out << "through the egress proxy to " << util::join(plan.network.grants, ", ") << "\n";
+  }
+  out << "  limits:      wall " << plan.limits.wall_seconds << " s, inactivity " << plan.limits.inactivity_seconds
+      << " s, memory " << plan.limits.memory_mb << " MiB, processes " << plan.limits.processes << "\n";
+  std::vector<std::string> env_names;
+  for (const auto& [name, value] : plan.env) env_names.push_back(name);
+  out << "  environment: " << util::join(env_names, " ") << "\n";
+  out << "  mounts:\n";
+  for (const auto& mount : plan.mounts) {
+    out << "    " << mount_kind_name(mount.kind);
+    for (std::size_t pad = mount_kind_name(mount.kind).size(); pad < 8; ++pad) out << ' ';
+    out << mount.destination;
+    if (!mount.source.empty() && mount.source != mount.destination) {
+      out << (mount.kind == MountKind::symlink ? " -> " : " <- ") << mount.source;
+    }
+    if (mount.size_bytes > 0) out << " (" << mount.size_bytes / (1024 * 1024) << " MiB)";
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace mullet::sandbox

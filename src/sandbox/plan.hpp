@@ -1,0 +1,83 @@
+// A sandbox plan: everything one sandboxed process gets, as plain data.
+//
+// Plans are built by pure functions (sandbox/policy.hpp), printed by
+// `run --dry-run`, checked by unit tests, and turned into bubblewrap arguments
+// in exactly one place (sandbox/bwrap.hpp).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mullet::sandbox {
+
+// Fixed paths inside every sandbox: none reveals the user's name or home.
+namespace inside {
+inline constexpr const char* work_tree = "/mullet/work";
+inline constexpr const char* git_dir = "/mullet/git";
+inline constexpr const char* objects = "/mullet/objects";
+inline constexpr const char* home = "/mullet/home";
+inline constexpr const char* helper = "/mullet/bin/git-mullet";
+inline constexpr const char* path = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
+}  // namespace inside
+
+enum class MountKind {
+  read_only_bind,   // source must exist and contain no symlink
+  writable_bind,    // likewise
+  tmpfs,            // empty, private, size-capped
+  proc,             // a /proc of the sandbox's own pid namespace
+  dev,              // a minimal /dev
+  directory,        // an empty directory (on a tmpfs above it)
+  symlink,          // `source` is the link's target
+  mask,             // /dev/null bound over a path, hiding it
+};
+
+struct Mount {
+  MountKind kind;
+  std::string source;       // host path (binds), link target (symlink)
+  std::string destination;  // path inside
+  std::uint64_t size_bytes = 0;  // tmpfs size
+  bool operator==(const Mount&) const = default;
+};
+
+struct Limits {
+  std::int64_t wall_seconds = 0;        // 0: none
+  std::int64_t inactivity_seconds = 0;  // 0: none
+  std::int64_t memory_mb = 0;
+  std::int64_t processes = 0;
+};
+
+struct Network {
+  // host:port destinations this phase may reach through the egress proxy.
+  // Empty: no network at all (the sandbox has only loopback).
+  std::vector<std::string> grants;
+};
+
+struct Plan {
+  std::string phase;
+  std::vector<Mount> mounts;  // applied in order
+  std::map<std::string, std::string> env;
+  std::vector<std::string> command;  // argv inside, after the wall check
+  std::string cwd;
+  Network network;
+  Limits limits;
+  // The host uid/gid the sandbox runs as; set when git-mullet runs as root,
+  // so sandboxed code never holds root's file access.
+  std::optional<uid_t> host_uid;
+  std::optional<gid_t> host_gid;
+  // Directories the wall check must find empty.
+  std::vector<std::string> must_be_empty;
+  bool feeds_stdin = false;
+};
+
+nlohmann::json to_json(const Plan& plan);
+std::string describe(const Plan& plan);
+std::string mount_kind_name(MountKind kind);
+
+}  // namespace mullet::sandbox

@@ -1,0 +1,118 @@
+#include "sandbox/policy.hpp"
+
+#include <algorithm>
+
+namespace mullet::sandbox {
+namespace {
+
+constexpr std::uint64_t mebibyte = 1024ULL * 1024ULL;
+
+bool is_under(const std::string& path, const std::string& dir) {
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
+}
+
+}  // namespace
+
+const std::vector<std::string>& system_directories() {
+  static const std::vector<std::string> names = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt"};
+  return names;
+}
+
+const std::vector<std::string>& passthrough_env_names() {
+  static const std::vector<std::string> names = {"LANG",        "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES",
+                                                 "LC_COLLATE",  "LC_NUMERIC", "LC_TIME", "TERM", "COLORTERM",
+                                                 "TZ"};
+  return names;
+}
+
+std::vector<std::string> socket_paths_from_env(const std::map<std::string, std::string>& env) {
+  std::vector<std::string> paths;
+  for (const char* name : {"SSH_AUTH_SOCK", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS", "DOCKER_HOST",
+                           "CONTAINER_HOST", "XDG_RUNTIME_DIR", "WAYLAND_DISPLAY"}) {
+    const auto found = env.find(name);
+    if (found == env.end() || found->second.empty()) continue;
+    std::string value = found->second;
+    for (const char* scheme : {"unix://", "unix:path="}) {
+      if (value.rfind(scheme, 0) == 0) value = value.substr(std::string(scheme).size());
+    }
+    value = value.substr(0, value.find_first_of(",;:"));
+    if (!value.empty() && value[0] == '/') paths.push_back(value);
+  }
+  return paths;
+}
+
+Plan build_plan(const PolicyInputs& in) {
+  Plan plan;
+  plan.phase = in.phase;
+  plan.command = in.command;
+  plan.cwd = inside::work_tree;
+  plan.limits = in.limits;
+  plan.network = in.network;
+  plan.feeds_stdin = in.feeds_stdin;
+  plan.host_uid = in.host_uid;
+  plan.host_gid = in.host_gid;
+
+  // A read-only root made only of the system directories.
+  for (const auto& entry : in.root_entries) {
+    const auto& wanted = system_directories();
+    if (std::find(wanted.begin(), wanted.end(), entry.name) == wanted.end()) continue;
+    if (entry.is_symlink) {
+      plan.mounts.push_back({MountKind::symlink, entry.link_target, "/" + entry.name});
+    } else {
+      plan.mounts.push_back({MountKind::read_only_bind, "/" + entry.name, "/" + entry.name});
+    }
+  }
+  plan.mounts.push_back({MountKind::proc, "", "/proc"});
+  plan.mounts.push_back({MountKind::dev, "", "/dev"});
+
+  // Everything that could hold another user's or another process's data is an
+  // empty private tmpfs.
+  const std::uint64_t tmp_size =
+      static_cast<std::uint64_t>(std::clamp<std::int64_t>(in.limits.memory_mb / 4, 64, 2048)) * mebibyte;
+  for (const char* hidden : {"/home", "/root", "/run", "/var/tmp", "/dev/shm", "/mnt", "/media", "/srv"}) {
+    plan.mounts.push_back({MountKind::tmpfs, "", hidden, 16 * mebibyte});
+    plan.must_be_empty.emplace_back(hidden);
+  }
+  plan.mounts.push_back({MountKind::symlink, "../run", "/var/run"});
+  plan.mounts.push_back({MountKind::tmpfs, "", "/tmp", tmp_size});
+  const std::string tmpdir = "/tmp/" + in.tmp_name;
+  plan.mounts.push_back({MountKind::directory, "", tmpdir});
+
+  plan.mounts.push_back({MountKind::writable_bind, in.work_tree, inside::work_tree});
+  plan.mounts.push_back({MountKind::read_only_bind, in.clone_git_dir, inside::git_dir});
+  plan.mounts.push_back({MountKind::read_only_bind, in.objects_dir, inside::objects});
+  plan.mounts.push_back({MountKind::writable_bind, in.home_dir, inside::home});
+  plan.mounts.push_back({MountKind::read_only_bind, in.helper_binary, inside::helper});
+  for (const auto& mount : in.executor_mounts) plan.mounts.push_back(mount);
+
+  // Sockets our environment names, wherever they live, are never reachable.
+  for (const auto& socket : socket_paths_from_env(in.host_env)) {
+    bool visible = false;
+    for (const auto& mount : plan.mounts) {
+      if ((mount.kind == MountKind::read_only_bind || mount.kind == MountKind::writable_bind) &&
+          is_under(socket, mount.destination) && mount.source == mount.destination) {
+        visible = true;
+      }
+    }
+    if (visible) plan.mounts.push_back({MountKind::mask, "/dev/null", socket});
+  }
+
+  // The environment is built, never filtered from ours.
+  plan.env["PATH"] = inside::path;
+  plan.env["PWD"] = inside::work_tree;  // bwrap sets it with --chdir
+  plan.env["HOME"] = inside::home;
+  plan.env["TMPDIR"] = tmpdir;
+  plan.env["USER"] = "mullet";
+  plan.env["LOGNAME"] = "mullet";
+  plan.env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = inside::objects;
+  for (const auto& name : passthrough_env_names()) {
+    if (const auto found = in.host_env.find(name); found != in.host_env.end()) plan.env[name] = found->second;
+  }
+  for (const auto& name : in.extra_env_names) {
+    if (const auto found = in.host_env.find(name); found != in.host_env.end()) plan.env[name] = found->second;
+  }
+  for (const auto& [name, value] : in.executor_env) plan.env[name] = value;
+  return plan;
+}
+
+}  // namespace mullet::sandbox

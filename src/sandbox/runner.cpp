@@ -1,0 +1,254 @@
+#include "sandbox/runner.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+#include "sandbox/bwrap.hpp"
+#include "sandbox/staging.hpp"
+#include "util/clock.hpp"
+#include "util/error.hpp"
+#include "util/fs.hpp"
+#include "util/signals.hpp"
+#include "util/strings.hpp"
+
+namespace mullet::sandbox {
+namespace {
+
+constexpr int wall_check_failed_code = 121;
+
+struct ProcInfo {
+  pid_t parent = 0;
+  std::uint64_t rss_pages = 0;
+};
+
+std::map<pid_t, ProcInfo> read_processes() {
+  std::map<pid_t, ProcInfo> processes;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return processes;
+  while (const dirent* entry = ::readdir(dir)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
+    if (pid <= 0) continue;
+    const auto stat = util::read_file_if_exists("/proc/" + std::to_string(pid) + "/stat");
+    if (!stat) continue;
+    // Fields after the command name, which may contain spaces and ')'.
+    const auto close = stat->rfind(')');
+    if (close == std::string::npos) continue;
+    const auto fields = util::split(stat->substr(close + 2), ' ');
+    if (fields.size() < 22) continue;
+    processes[pid] = ProcInfo{static_cast<pid_t>(std::atoi(fields[1].c_str())),
+                              std::strtoull(fields[21].c_str(), nullptr, 10)};
+  }
+  ::closedir(dir);
+  return processes;
+}
+
+// Resident memory of `root` and all its descendants, in bytes.
+std::uint64_t tree_resident_bytes(pid_t root) {
+  const auto processes = read_processes();
+  std::set<pid_t> in_tree = {root};
+  bool grew = true;
+  while (grew) {
+    grew = false;
+    for (const auto& [pid, info] : processes) {
+      if (in_tree.count(pid) == 0 && in_tree.count(info.parent) > 0) {
+        in_tree.insert(pid);
+        grew = true;
+      }
+    }
+  }
+  std::uint64_t pages = 0;
+  for (const pid_t pid : in_tree) {
+    if (const auto found = processes.find(pid); found != processes.end()) pages += found->second.rss_pages;
+  }
+  return pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// RLIMIT_NPROC counts every process of the uid on the host, so the cap is on
+// top of what that uid already runs.
+unsigned long processes_of_uid(uid_t uid) {
+  unsigned long count = 0;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return 0;
+  while (const dirent* entry = ::readdir(dir)) {
+    if (std::atoi(entry->d_name) <= 0) continue;
+    const auto status = util::read_file_if_exists(std::string("/proc/") + entry->d_name + "/status");
+    if (!status) continue;
+    const auto at = status->find("\nUid:\t");
+    if (at != std::string::npos && static_cast<uid_t>(std::atoi(status->c_str() + at + 6)) == uid) ++count;
+  }
+  ::closedir(dir);
+  return count;
+}
+
+}  // namespace
+
+std::string find_bwrap() {
+#ifndef __linux__
+  throw refused_error("git-mullet runs workers only on Linux, inside bubblewrap; this platform is not supported",
+                      "run git-mullet on a Linux machine; there is no unsandboxed mode");
+#endif
+  const char* path = std::getenv("PATH");
+  const std::string found = util::find_in_path("bwrap", path != nullptr ? path : "/usr/bin:/bin");
+  if (found.empty()) {
+    throw refused_error("bubblewrap (bwrap) is not installed, so no sandbox can be built; nothing was run",
+                        "install it: apt-get install bubblewrap (there is no unsandboxed mode)");
+  }
+  return found;
+}
+
+RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
+  const std::string bwrap = find_bwrap();
+  OpenedBinds binds = open_bind_sources(plan);
+  Pipe report = make_pipe();
+  Pipe output = make_pipe();
+  Pipe input = make_pipe();
+
+  util::SpawnOptions options;
+  std::vector<StagedBind> staged;
+  if (plan.host_uid) {
+    for (std::size_t i = 0; i < binds.sources.size(); ++i) {
+      auto& source = binds.sources[i];
+      if (source.fd < 0) continue;
+      source.staged_path = staged_path(i);
+      staged.push_back({plan.mounts[i].source, source.staged_path, source.is_directory});
+    }
+    options.child_setup = [&staged] { return stage_binds_in_child(staged); };
+  }
+  options.argv = {bwrap};
+  for (auto& word : bwrap_arguments(plan, binds.sources, report.write_end.get())) options.argv.push_back(word);
+  options.env = {{"PATH", inside::path}};
+  options.stdin_fd = plan.feeds_stdin ? input.read_end.get() : -1;
+  options.stdout_fd = output.write_end.get();
+  options.stderr_fd = output.write_end.get();
+  for (const auto& source : binds.sources) {
+    if (source.fd >= 0 && source.staged_path.empty()) options.keep_fds.push_back(source.fd);
+  }
+  options.keep_fds.push_back(report.write_end.get());
+  options.die_with_parent = true;
+  options.uid = plan.host_uid;
+  options.gid = plan.host_gid;
+  if (plan.limits.processes > 0) {
+    const uid_t uid = plan.host_uid.value_or(::getuid());
+    options.rlimits.emplace_back(RLIMIT_NPROC, processes_of_uid(uid) + static_cast<unsigned long>(plan.limits.processes));
+  }
+  options.rlimits.emplace_back(RLIMIT_CORE, 0UL);
+
+  const std::int64_t started = util::monotonic_ms();
+  const pid_t pid = util::spawn(options);
+  report.write_end.reset();
+  output.write_end.reset();
+  input.read_end.reset();
+  binds.owned.clear();
+  if (!plan.feeds_stdin || io.stdin_data.empty()) input.write_end.reset();
+  if (input.write_end) ::fcntl(input.write_end.get(), F_SETFL, O_NONBLOCK);
+
+  RunResult result;
+  std::string report_text;
+  std::string recent_output;
+  std::size_t stdin_written = 0;
+  std::int64_t last_activity = started;
+  std::int64_t last_memory_check = started;
+  std::string kill_reason;
+  char buffer[65536];
+  auto kill_sandbox = [&](const std::string& reason) {
+    if (kill_reason.empty()) {
+      kill_reason = reason;
+      ::kill(pid, SIGKILL);
+    }
+  };
+
+  while (output.read_end || report.read_end) {
+    pollfd fds[3];
+    nfds_t count = 0;
+    int output_index = -1;
+    int report_index = -1;
+    int input_index = -1;
+    if (output.read_end) {
+      output_index = static_cast<int>(count);
+      fds[count++] = {output.read_end.get(), POLLIN, 0};
+    }
+    if (report.read_end) {
+      report_index = static_cast<int>(count);
+      fds[count++] = {report.read_end.get(), POLLIN, 0};
+    }
+    if (input.write_end) {
+      input_index = static_cast<int>(count);
+      fds[count++] = {input.write_end.get(), POLLOUT, 0};
+    }
+    const int ready = ::poll(fds, count, 250);
+    if (ready < 0 && errno != EINTR) throw failure("poll failed: " + util::errno_text(errno));
+    const std::int64_t now = util::monotonic_ms();
+    if (ready > 0) {
+      if (output_index >= 0 && fds[output_index].revents != 0) {
+        const ssize_t got = ::read(output.read_end.get(), buffer, sizeof buffer);
+        if (got > 0) {
+          const std::string_view chunk(buffer, static_cast<std::size_t>(got));
+          last_activity = now;
+          recent_output.append(chunk);
+          if (recent_output.size() > 16384) recent_output.erase(0, recent_output.size() - 8192);
+          if (io.on_output) io.on_output(chunk);
+        } else if (got == 0 || errno != EINTR) {
+          output.read_end.reset();
+        }
+      }
+      if (report_index >= 0 && fds[report_index].revents != 0) {
+        const ssize_t got = ::read(report.read_end.get(), buffer, sizeof buffer);
+        if (got > 0 && report_text.size() < 4096) {
+          report_text.append(buffer, static_cast<std::size_t>(got));
+        } else if (got == 0 || (got < 0 && errno != EINTR)) {
+          report.read_end.reset();
+        }
+      }
+      if (input_index >= 0 && fds[input_index].revents != 0) {
+        const ssize_t put =
+            ::write(input.write_end.get(), io.stdin_data.data() + stdin_written, io.stdin_data.size() - stdin_written);
+        if (put > 0) stdin_written += static_cast<std::size_t>(put);
+        if ((put < 0 && errno != EAGAIN && errno != EINTR) || stdin_written >= io.stdin_data.size()) {
+          input.write_end.reset();
+        }
+      }
+    }
+    if (util::cancel_requested()) kill_sandbox("cancelled");
+    if (plan.limits.wall_seconds > 0 && now - started > plan.limits.wall_seconds * 1000) kill_sandbox("timeout");
+    if (plan.limits.inactivity_seconds > 0 && now - last_activity > plan.limits.inactivity_seconds * 1000) {
+      kill_sandbox("inactivity");
+    }
+    if (plan.limits.memory_mb > 0 && now - last_memory_check >= 500) {
+      last_memory_check = now;
+      if (tree_resident_bytes(pid) > static_cast<std::uint64_t>(plan.limits.memory_mb) * 1024ULL * 1024ULL) {
+        kill_sandbox("memory");
+      }
+    }
+  }
+  input.write_end.reset();
+  result.status = util::wait_for(pid);
+  result.duration_ms = util::monotonic_ms() - started;
+
+  if (report_text.rfind("ok\n", 0) != 0 && kill_reason.empty()) {
+    std::string why = util::trim(report_text.rfind("fail: ", 0) == 0 ? report_text.substr(6) : recent_output);
+    if (why.empty()) why = "bubblewrap ended (" + result.status.describe() + ") before the sandbox was ready";
+    throw refused_error("the sandbox for the " + plan.phase + " phase could not be set up, so nothing ran: " + why,
+                        "run `git mullet doctor` to see which requirement is missing");
+  }
+  if (!kill_reason.empty()) {
+    result.ended_by = kill_reason;
+  } else if (result.status.exited() && result.status.code == wall_check_failed_code && report_text != "ok\n") {
+    result.ended_by = "refused";
+  } else {
+    result.ended_by = result.status.exited() ? "exit" : "signal";
+  }
+  return result;
+}
+
+}  // namespace mullet::sandbox

@@ -1,0 +1,35 @@
+// Runs a Plan under bubblewrap and watches it from outside: wall-clock and
+// inactivity limits, a memory cap over the whole sandbox, cancellation.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "sandbox/plan.hpp"
+#include "util/process.hpp"
+
+namespace mullet::sandbox {
+
+struct RunIo {
+  std::string stdin_data;  // fed when plan.feeds_stdin, then closed
+  std::function<void(std::string_view)> on_output;  // stdout and stderr, merged
+};
+
+struct RunResult {
+  util::ExitStatus status;
+  // exit, signal, timeout, inactivity, memory, cancelled
+  std::string ended_by;
+  std::int64_t duration_ms = 0;
+};
+
+// The bwrap to use (PATH); a refusal when there is none. Refuses on any
+// platform other than Linux.
+std::string find_bwrap();
+
+// Throws a refusal (exit 3) when the sandbox cannot be built or the wall check
+// inside fails; nothing of the plan's command runs then.
+RunResult run_sandboxed(const Plan& plan, const RunIo& io);
+
+}  // namespace mullet::sandbox

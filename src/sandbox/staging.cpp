@@ -1,0 +1,41 @@
+#include "sandbox/staging.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/fs.hpp"
+
+namespace mullet::sandbox {
+
+std::string staged_path(std::size_t index) { return std::string(staging_root) + "/" + std::to_string(index); }
+
+bool stage_binds_in_child(const std::vector<StagedBind>& binds) {
+  if (::unshare(CLONE_NEWNS) != 0) return false;
+  if (::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return false;
+  // Open before the tmpfs hides /tmp: a source may live there.
+  std::vector<int> fds;
+  for (const auto& bind : binds) {
+    fds.push_back(util::open_path_no_symlinks_raw(bind.source_path));
+    if (fds.back() < 0) return false;
+  }
+  if (::mount("mullet-stage", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0) return false;
+  if (::mkdir(staging_root, 0755) != 0) return false;
+  for (std::size_t i = 0; i < binds.size(); ++i) {
+    const StagedBind& bind = binds[i];
+    if (bind.is_directory) {
+      if (::mkdir(bind.staged_path.c_str(), 0755) != 0) return false;
+    } else {
+      const int fd = ::open(bind.staged_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0) return false;
+      ::close(fd);
+    }
+    const std::string source = "/proc/self/fd/" + std::to_string(fds[i]);
+    if (::mount(source.c_str(), bind.staged_path.c_str(), nullptr, MS_BIND, nullptr) != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace mullet::sandbox

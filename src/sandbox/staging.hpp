@@ -1,0 +1,31 @@
+// Bind sources for a sandbox that runs as another uid.
+//
+// When git-mullet runs as root, bubblewrap runs as an unprivileged uid, which
+// may not be allowed to walk to the sources (a repository under /root). The
+// child that will become bwrap enters a private mount namespace, opens each
+// source again with the same no-symlink walk (a descriptor from the old
+// namespace cannot be bound in the new one), and binds it under a fresh tmpfs
+// at a path every uid can walk; bwrap then binds from there. The host's mounts
+// never change.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mullet::sandbox {
+
+struct StagedBind {
+  std::string source_path;
+  std::string staged_path;  // under staging_root
+  bool is_directory;
+};
+
+inline constexpr const char* staging_root = "/tmp/mullet-stage";
+
+// The staged path for the n-th bind.
+std::string staged_path(std::size_t index);
+
+// Runs in the forked child (root only). False with errno set on failure.
+bool stage_binds_in_child(const std::vector<StagedBind>& binds);
+
+}  // namespace mullet::sandbox

@@ -1,0 +1,133 @@
+#include "sandbox/wall_check.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+#include "util/fs.hpp"
+#include "util/strings.hpp"
+
+extern char** environ;
+
+namespace mullet::sandbox {
+namespace {
+
+constexpr int failed_code = 121;
+
+std::vector<std::string> directory_entries(const std::string& path, bool& ok) {
+  std::vector<std::string> names;
+  DIR* dir = ::opendir(path.c_str());
+  ok = dir != nullptr;
+  if (!ok) return names;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  ::closedir(dir);
+  return names;
+}
+
+// Returns an empty string when the walls hold, else what is wrong.
+std::string check_walls(const std::vector<std::string>& empty_dirs, const std::set<std::string>& allowed_env) {
+  // The root is read-only.
+  for (const char* probe : {"/.mullet-wall-probe", "/usr/.mullet-wall-probe", "/etc/.mullet-wall-probe"}) {
+    if (::mkdir(probe, 0700) == 0) {
+      ::rmdir(probe);
+      return std::string("the root file system is writable (created ") + probe + ")";
+    }
+  }
+  for (const auto& dir : empty_dirs) {
+    bool ok = false;
+    const auto entries = directory_entries(dir, ok);
+    if (!ok) return dir + " is not there to hide what the host has";
+    if (!entries.empty()) return dir + " is not empty (" + entries.front() + " is visible)";
+  }
+  const char* tmpdir = std::getenv("TMPDIR");
+  bool tmp_ok = false;
+  const auto tmp_entries = directory_entries("/tmp", tmp_ok);
+  const std::string own_tmp = tmpdir != nullptr ? std::string(tmpdir).substr(5) : "";
+  for (const auto& name : tmp_entries) {
+    if (name != own_tmp) return "/tmp shows the host's " + name;
+  }
+  // No capabilities, and no way to gain any.
+  const auto status = util::read_file_if_exists("/proc/self/status").value_or("");
+  for (const char* field : {"CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"}) {
+    const auto at = status.find(field);
+    if (at == std::string::npos) return std::string("cannot read ") + field + " from /proc/self/status";
+    const auto value = util::trim(status.substr(at + std::strlen(field), status.find('\n', at) - at - std::strlen(field)));
+    if (value.find_first_not_of('0') != std::string::npos) return std::string(field) + " is " + value + ", not 0";
+  }
+  if (status.find("NoNewPrivs:\t1") == std::string::npos) return "no_new_privs is not set";
+  // Not the host's root: a file only root may read stays unreadable.
+  const int shadow = ::open("/etc/shadow", O_RDONLY | O_CLOEXEC);
+  if (shadow >= 0) {
+    ::close(shadow);
+    return "/etc/shadow is readable: the sandbox runs with root's file access";
+  }
+  // No network interface but loopback.
+  const auto devices = util::read_file_if_exists("/proc/net/dev").value_or("");
+  const auto lines = util::split(devices, '\n');
+  for (std::size_t i = 2; i < lines.size(); ++i) {
+    const auto name = util::trim(lines[i].substr(0, lines[i].find(':')));
+    if (!name.empty() && name != "lo") return "network interface " + name + " is present";
+  }
+  // Only the environment we built.
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string pair = *entry;
+    const std::string name = pair.substr(0, pair.find('='));
+    if (allowed_env.count(name) == 0) return "environment variable " + name + " was not in the plan";
+  }
+  return {};
+}
+
+}  // namespace
+
+int wall_check_main(const std::vector<std::string>& args) {
+  int report_fd = -1;
+  std::vector<std::string> empty_dirs;
+  std::set<std::string> allowed_env;
+  std::size_t index = 0;
+  for (; index < args.size(); ++index) {
+    const std::string& arg = args[index];
+    if (arg == "--") {
+      ++index;
+      break;
+    }
+    if (index + 1 >= args.size()) break;
+    if (arg == "--report-fd") report_fd = std::atoi(args[++index].c_str());
+    else if (arg == "--empty") empty_dirs.push_back(args[++index]);
+    else if (arg == "--env") allowed_env.insert(args[++index]);
+  }
+  std::vector<std::string> command(args.begin() + static_cast<std::ptrdiff_t>(std::min(index, args.size())),
+                                   args.end());
+  auto report = [&](const std::string& text) {
+    if (report_fd < 0) return;
+    [[maybe_unused]] auto ignored = ::write(report_fd, text.data(), text.size());
+  };
+  std::string problem = report_fd < 0 ? "no report descriptor" : check_walls(empty_dirs, allowed_env);
+  if (problem.empty() && command.empty()) problem = "no command to run";
+  if (!problem.empty()) {
+    report("fail: wall check: " + problem + "\n");
+    std::fprintf(stderr, "git-mullet wall check failed: %s\n", problem.c_str());
+    return failed_code;
+  }
+  report("ok\n");
+  // Nothing of ours reaches the command: not the report pipe, not any
+  // descriptor bubblewrap may have left open.
+  ::close_range(3, ~0U, 0);
+  std::vector<char*> argv;
+  for (auto& word : command) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  ::execvp(argv[0], argv.data());
+  std::fprintf(stderr, "git-mullet: cannot run %s: %s\n", argv[0], std::strerror(errno));
+  return 127;
+}
+
+}  // namespace mullet::sandbox

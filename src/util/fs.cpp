@@ -1,0 +1,251 @@
+#include "util/fs.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <vector>
+
+#include "util/error.hpp"
+#include "util/strings.hpp"
+
+namespace mullet::util {
+
+std::optional<std::string> read_file_if_exists(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT) return std::nullopt;
+    throw failure("cannot read " + path + ": " + errno_text(errno));
+  }
+  std::string content;
+  char buffer[65536];
+  while (true) {
+    const ssize_t got = ::read(fd.get(), buffer, sizeof buffer);
+    if (got == 0) break;
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw failure("cannot read " + path + ": " + errno_text(errno));
+    }
+    content.append(buffer, static_cast<std::size_t>(got));
+  }
+  return content;
+}
+
+std::string read_file(const std::string& path) {
+  auto content = read_file_if_exists(path);
+  if (!content) throw failure("cannot read " + path + ": " + errno_text(ENOENT));
+  return *content;
+}
+
+void write_file(const std::string& path, const std::string& content, mode_t mode) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode));
+  if (!fd) throw failure("cannot write " + path + ": " + errno_text(errno));
+  std::size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t put = ::write(fd.get(), content.data() + done, content.size() - done);
+    if (put < 0) {
+      if (errno == EINTR) continue;
+      throw failure("cannot write " + path + ": " + errno_text(errno));
+    }
+    done += static_cast<std::size_t>(put);
+  }
+}
+
+void write_file_atomic(const std::string& path, const std::string& content, mode_t mode) {
+  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
+  write_file(temporary, content, mode);
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int saved = errno;
+    ::unlink(temporary.c_str());
+    throw failure("cannot write " + path + ": " + errno_text(saved));
+  }
+}
+
+void make_dirs(const std::string& path, mode_t mode) {
+  if (path.empty()) return;
+  std::string prefix;
+  for (const auto& part : split(path, '/')) {
+    if (!prefix.empty() || path[0] == '/') prefix += '/';
+    prefix += part;
+    if (part.empty()) continue;
+    if (::mkdir(prefix.c_str(), mode) != 0 && errno != EEXIST) {
+      throw failure("cannot create directory " + prefix + ": " + errno_text(errno));
+    }
+  }
+}
+
+namespace {
+
+void remove_children(int dir_fd, const std::string& shown_path) {
+  const int listing_fd = ::dup(dir_fd);
+  if (listing_fd < 0) throw failure("cannot remove " + shown_path + ": " + errno_text(errno));
+  DIR* dir = ::fdopendir(listing_fd);
+  if (dir == nullptr) {
+    ::close(listing_fd);
+    throw failure("cannot remove " + shown_path + ": " + errno_text(errno));
+  }
+  std::vector<std::string> names;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  ::closedir(dir);
+  for (const auto& name : names) {
+    if (::unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT) continue;
+    if (errno != EISDIR && errno != EPERM) throw failure("cannot remove " + shown_path + "/" + name + ": " + errno_text(errno));
+    UniqueFd child(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!child && errno == EACCES) {
+      ::fchmodat(dir_fd, name.c_str(), 0700, 0);
+      child.reset(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    }
+    if (!child) throw failure("cannot remove " + shown_path + "/" + name + ": " + errno_text(errno));
+    ::fchmod(child.get(), 0700);
+    remove_children(child.get(), shown_path + "/" + name);
+    if (::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+      throw failure("cannot remove " + shown_path + "/" + name + ": " + errno_text(errno));
+    }
+  }
+}
+
+void chown_children(int dir_fd, uid_t uid, gid_t gid) {
+  const int listing_fd = ::dup(dir_fd);
+  DIR* dir = listing_fd >= 0 ? ::fdopendir(listing_fd) : nullptr;
+  if (dir == nullptr) throw failure("cannot change owner: " + errno_text(errno));
+  std::vector<std::pair<std::string, bool>> entries;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    entries.emplace_back(name, entry->d_type == DT_DIR);
+  }
+  ::closedir(dir);
+  for (const auto& [name, is_dir] : entries) {
+    if (::fchownat(dir_fd, name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) != 0) {
+      throw failure("cannot change owner of " + name + ": " + errno_text(errno));
+    }
+    if (is_dir) {
+      UniqueFd child(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (child) chown_children(child.get(), uid, gid);
+    }
+  }
+}
+
+}  // namespace
+
+void remove_tree(const std::string& path) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0) {
+    if (errno == ENOENT) return;
+    throw failure("cannot remove " + path + ": " + errno_text(errno));
+  }
+  if (!S_ISDIR(info.st_mode)) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) throw failure("cannot remove " + path + ": " + errno_text(errno));
+    return;
+  }
+  UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) throw failure("cannot remove " + path + ": " + errno_text(errno));
+  ::fchmod(dir.get(), 0700);
+  remove_children(dir.get(), path);
+  if (::rmdir(path.c_str()) != 0 && errno != ENOENT) throw failure("cannot remove " + path + ": " + errno_text(errno));
+}
+
+void chown_tree(const std::string& path, uid_t uid, gid_t gid) {
+  UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) throw failure("cannot change owner of " + path + ": " + errno_text(errno));
+  if (::fchown(dir.get(), uid, gid) != 0) throw failure("cannot change owner of " + path + ": " + errno_text(errno));
+  chown_children(dir.get(), uid, gid);
+}
+
+std::string real_path(const std::string& path) {
+  char resolved[PATH_MAX];
+  if (::realpath(path.c_str(), resolved) == nullptr) {
+    throw failure("cannot resolve " + path + ": " + errno_text(errno));
+  }
+  return resolved;
+}
+
+bool exists(const std::string& path) {
+  struct stat info {};
+  return ::lstat(path.c_str(), &info) == 0;
+}
+
+bool is_directory(const std::string& path) {
+  struct stat info {};
+  return ::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+std::string self_executable() { return real_path("/proc/self/exe"); }
+
+std::string make_temp_dir(const std::string& parent, const std::string& prefix) {
+  std::string pattern = parent + "/" + prefix + "XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    throw failure("cannot create a directory in " + parent + ": " + errno_text(errno));
+  }
+  return pattern;
+}
+
+UniqueFd open_path_no_symlinks(const std::string& path) {
+  if (path.empty() || path[0] != '/') throw refused_error("bind source is not an absolute path: " + path);
+  UniqueFd current(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!current) throw failure("cannot open /: " + errno_text(errno));
+  std::string walked;
+  for (const auto& part : split(path.substr(1), '/')) {
+    if (part.empty() || part == ".") continue;
+    if (part == "..") throw refused_error("bind source contains '..': " + path);
+    walked += "/" + part;
+    UniqueFd next(::openat(current.get(), part.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    if (!next) {
+      if (errno == ENOENT) throw refused_error("bind source does not exist: " + walked);
+      throw refused_error("cannot open bind source " + walked + ": " + errno_text(errno));
+    }
+    struct stat info {};
+    if (::fstat(next.get(), &info) != 0) throw refused_error("cannot inspect bind source " + walked + ": " + errno_text(errno));
+    if (S_ISLNK(info.st_mode)) {
+      throw refused_error("bind source " + path + " has a symlink at " + walked,
+                          "bind the real path instead; symlinks in bind sources are never followed");
+    }
+    current = std::move(next);
+  }
+  return current;
+}
+
+int open_path_no_symlinks_raw(const std::string& path) {
+  if (path.empty() || path[0] != '/') {
+    errno = EINVAL;
+    return -1;
+  }
+  int current = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  std::size_t start = 1;
+  while (current >= 0 && start < path.size()) {
+    std::size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string part = path.substr(start, end - start);
+    start = end + 1;
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      ::close(current);
+      errno = EINVAL;
+      return -1;
+    }
+    const int next = ::openat(current, part.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    const int saved = errno;
+    ::close(current);
+    if (next < 0) {
+      errno = saved;
+      return -1;
+    }
+    struct stat info {};
+    if (::fstat(next, &info) != 0 || S_ISLNK(info.st_mode)) {
+      ::close(next);
+      errno = ELOOP;
+      return -1;
+    }
+    current = next;
+  }
+  return current;
+}
+
+}  // namespace mullet::util

@@ -1,0 +1,43 @@
+// File-system helpers that never follow a symlink they were not asked to.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+#include "util/fd.hpp"
+
+namespace mullet::util {
+
+// Reads a whole file; throws mullet::Error naming the path on failure.
+std::string read_file(const std::string& path);
+// Reads a file if it exists; nullopt when it does not.
+std::optional<std::string> read_file_if_exists(const std::string& path);
+// Writes through a temporary file and rename(), so readers never see half a file.
+void write_file_atomic(const std::string& path, const std::string& content, mode_t mode = 0644);
+void write_file(const std::string& path, const std::string& content, mode_t mode = 0644);
+// mkdir -p; existing directories are fine.
+void make_dirs(const std::string& path, mode_t mode = 0755);
+// rm -rf that never follows a symlink and copes with directories the worker
+// made unreadable. Missing paths are fine.
+void remove_tree(const std::string& path);
+// chown -R without following symlinks.
+void chown_tree(const std::string& path, uid_t uid, gid_t gid);
+std::string real_path(const std::string& path);
+bool exists(const std::string& path);
+bool is_directory(const std::string& path);
+// Path of the running executable.
+std::string self_executable();
+// A fresh private directory under `parent` (mkdtemp); returns its path.
+std::string make_temp_dir(const std::string& parent, const std::string& prefix);
+
+// Opens `path` (absolute) one component at a time with O_PATH|O_NOFOLLOW, so
+// that no component, the last included, can be a symlink. Throws a refusal
+// naming the component when one is.
+UniqueFd open_path_no_symlinks(const std::string& path);
+// The same walk without exceptions (for a forked child): a descriptor, or -1
+// with errno set (ELOOP for a symlink component).
+int open_path_no_symlinks_raw(const std::string& path);
+
+}  // namespace mullet::util
