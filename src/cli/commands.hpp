@@ -13,5 +13,6 @@ void add_log_command(CLI::App& app, Action& chosen);
 void add_merge_command(CLI::App& app, Action& chosen);
 void add_discard_command(CLI::App& app, Action& chosen);
 void add_config_command(CLI::App& app, Action& chosen);
+void add_doctor_command(CLI::App& app, Action& chosen);
 
 }  // namespace mullet::cli

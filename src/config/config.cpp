@@ -46,6 +46,8 @@ const std::vector<KeySpec>& schema() {
        "seconds without output before a phase is stopped"},
       {"limits.memory_mb", Kind::integer, RepoRule::lower_only, std::int64_t{8192}, "memory cap per sandbox (MiB)"},
       {"limits.processes", Kind::integer, RepoRule::lower_only, std::int64_t{1024}, "process cap per sandbox"},
+      {"limits.disk_mb", Kind::integer, RepoRule::lower_only, std::int64_t{10240},
+       "disk the worker may fill in its clone and home (MiB)"},
   };
   return keys;
 }

@@ -44,7 +44,7 @@ sandbox::Plan plan_for(const git::Repository& repo, const config::Config& config
   in.executor_mounts = spec.mounts;
   in.command = spec.command;
   in.limits = {config.integer("limits.timeout"), config.integer("limits.inactivity"), config.integer("limits.memory_mb"),
-               config.integer("limits.processes")};
+               config.integer("limits.processes"), config.integer("limits.disk_mb")};
   in.feeds_stdin = true;
   if (::geteuid() == 0) {
     in.host_uid = static_cast<uid_t>(config.integer("sandbox.uid"));

@@ -41,7 +41,8 @@ nlohmann::json to_json(const Plan& plan) {
        {{"wall_seconds", plan.limits.wall_seconds},
         {"inactivity_seconds", plan.limits.inactivity_seconds},
         {"memory_mb", plan.limits.memory_mb},
-        {"processes", plan.limits.processes}}},
+        {"processes", plan.limits.processes},
+        {"disk_mb", plan.limits.disk_mb}}},
   };
   json["host_uid"] = plan.host_uid ? nlohmann::json(*plan.host_uid) : nlohmann::json();
   return json;
@@ -60,7 +61,7 @@ std::string describe(const Plan& plan) {
     out << "through the egress proxy to " << util::join(plan.network.grants, ", ") << "\n";
   }
   out << "  limits:      wall " << plan.limits.wall_seconds << " s, inactivity " << plan.limits.inactivity_seconds
-      << " s, memory " << plan.limits.memory_mb << " MiB, processes " << plan.limits.processes << "\n";
+      << " s, memory " << plan.limits.memory_mb << " MiB, processes " << plan.limits.processes << ", disk " << plan.limits.disk_mb << " MiB\n";
   std::vector<std::string> env_names;
   for (const auto& [name, value] : plan.env) env_names.push_back(name);
   out << "  environment: " << util::join(env_names, " ") << "\n";

@@ -51,6 +51,7 @@ struct Limits {
   std::int64_t inactivity_seconds = 0;  // 0: none
   std::int64_t memory_mb = 0;
   std::int64_t processes = 0;
+  std::int64_t disk_mb = 0;  // over the writable binds; also the largest file
 };
 
 struct Network {

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "sandbox/bwrap.hpp"
+#include "sandbox/doctor.hpp"
 #include "sandbox/staging.hpp"
 #include "util/clock.hpp"
 #include "util/error.hpp"
@@ -143,6 +144,12 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
     options.rlimits.emplace_back(RLIMIT_NPROC, processes_of_uid(uid) + static_cast<unsigned long>(plan.limits.processes));
   }
   options.rlimits.emplace_back(RLIMIT_CORE, 0UL);
+  const std::uint64_t disk_bytes = static_cast<std::uint64_t>(plan.limits.disk_mb) * 1024ULL * 1024ULL;
+  if (disk_bytes > 0) options.rlimits.emplace_back(RLIMIT_FSIZE, static_cast<unsigned long>(disk_bytes));
+  std::vector<std::string> writable;
+  for (const auto& mount : plan.mounts) {
+    if (mount.kind == MountKind::writable_bind) writable.push_back(mount.source);
+  }
 
   const std::int64_t started = util::monotonic_ms();
   const pid_t pid = util::spawn(options);
@@ -159,6 +166,7 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   std::size_t stdin_written = 0;
   std::int64_t last_activity = started;
   std::int64_t last_memory_check = started;
+  std::int64_t last_disk_check = started;
   std::string kill_reason;
   char buffer[65536];
   auto kill_sandbox = [&](const std::string& reason) {
@@ -230,6 +238,12 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
         kill_sandbox("memory");
       }
     }
+    if (disk_bytes > 0 && now - last_disk_check >= 2000) {
+      last_disk_check = now;
+      std::uint64_t used = 0;
+      for (const auto& path : writable) used += util::disk_usage(path, disk_bytes);
+      if (used > disk_bytes) kill_sandbox("disk");
+    }
   }
   input.write_end.reset();
   result.status = util::wait_for(pid);
@@ -239,12 +253,14 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
     std::string why = util::trim(report_text.rfind("fail: ", 0) == 0 ? report_text.substr(6) : recent_output);
     if (why.empty()) why = "bubblewrap ended (" + result.status.describe() + ") before the sandbox was ready";
     throw refused_error("the sandbox for the " + plan.phase + " phase could not be set up, so nothing ran: " + why,
-                        "run `git mullet doctor` to see which requirement is missing");
+                        diagnose_bwrap_failure(why));
   }
   if (!kill_reason.empty()) {
     result.ended_by = kill_reason;
   } else if (result.status.exited() && result.status.code == wall_check_failed_code && report_text != "ok\n") {
     result.ended_by = "refused";
+  } else if (result.status.signal == SIGXFSZ || result.status.code == 128 + SIGXFSZ) {
+    result.ended_by = "disk";
   } else {
     result.ended_by = result.status.exited() ? "exit" : "signal";
   }

@@ -133,7 +133,36 @@ void chown_children(int dir_fd, uid_t uid, gid_t gid) {
   }
 }
 
+void add_usage(int dir_fd, std::uint64_t& total, std::uint64_t stop_after, int depth) {
+  const int listing_fd = ::dup(dir_fd);
+  DIR* dir = listing_fd >= 0 ? ::fdopendir(listing_fd) : nullptr;
+  if (dir == nullptr) {
+    if (listing_fd >= 0) ::close(listing_fd);
+    return;
+  }
+  while (const dirent* entry = ::readdir(dir)) {
+    if (stop_after > 0 && total > stop_after) break;
+    const std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat info {};
+    if (::fstatat(::dirfd(dir), name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    total += static_cast<std::uint64_t>(info.st_blocks) * 512U;
+    if (S_ISDIR(info.st_mode) && depth < 256) {
+      UniqueFd child(::openat(::dirfd(dir), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (child) add_usage(child.get(), total, stop_after, depth + 1);
+    }
+  }
+  ::closedir(dir);
+}
+
 }  // namespace
+
+std::uint64_t disk_usage(const std::string& path, std::uint64_t stop_after) {
+  std::uint64_t total = 0;
+  UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dir) add_usage(dir.get(), total, stop_after, 0);
+  return total;
+}
 
 void remove_tree(const std::string& path) {
   struct stat info {};

@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -29,6 +30,9 @@ bool exists(const std::string& path);
 bool is_directory(const std::string& path);
 // Path of the running executable.
 std::string self_executable();
+// Bytes allocated under `path` (st_blocks), without following symlinks; stops
+// counting once past `stop_after` (0: never).
+std::uint64_t disk_usage(const std::string& path, std::uint64_t stop_after = 0);
 // A fresh private directory under `parent` (mkdtemp); returns its path.
 std::string make_temp_dir(const std::string& parent, const std::string& prefix);
 
