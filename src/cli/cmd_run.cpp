@@ -69,12 +69,15 @@ int run(const RunOptions& options) {
   request.show_worker_output = !options.quiet && !options.json;
   const auto outcome = jobs::run_job(repo, config, request);
   const auto& record = outcome.record;
+  if (!record.error.empty()) {
+    std::cerr << "git mullet: job " << record.id << " " << jobs::state_name(record.state) << ": " << record.error << "\n";
+    if (!outcome.hint.empty()) std::cerr << "hint: " << outcome.hint << "\n";
+  }
   if (options.json) {
     std::cout << job_json(record).dump(2) << "\n";
   } else {
     std::cout << "job " << record.id << " " << jobs::state_name(record.state);
     if (!record.result.empty()) std::cout << ": result " << short_sha(record.result);
-    if (!record.error.empty()) std::cout << ": " << record.error;
     std::cout << "\n";
     for (const auto& warning : record.snapshot_warnings) std::cout << "  warning: " << warning << "\n";
     if (!record.result.empty()) {

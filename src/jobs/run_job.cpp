@@ -100,6 +100,7 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
 
   const JobPaths paths = job_paths(repo, record.id);
   std::string kept_log;
+  std::string hint;
   try {
     util::make_dirs(util::real_path(repo.common_dir()) + "/mullet/jobs", 0700);
     util::make_dirs(paths.root, 0700);
@@ -148,6 +149,7 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
   } catch (const Error& error) {
     record.state = error.code() == ExitCode::refused ? JobState::refused : JobState::failed;
     record.error = error.what();
+    hint = error.hint();
   } catch (const std::exception& error) {
     record.state = JobState::failed;
     record.error = std::string("internal error: ") + error.what();
@@ -158,7 +160,7 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
   const auto finished = store.update(
       record.id, [&](JobRecord& stored) { stored = record; }, files);
   (void)current;
-  return RunOutcome{finished.record, static_cast<ExitCode>(exit_code_for(finished.record.state))};
+  return RunOutcome{finished.record, static_cast<ExitCode>(exit_code_for(finished.record.state)), hint};
 }
 
 }  // namespace mullet::jobs

@@ -22,6 +22,7 @@ struct RunRequest {
 struct RunOutcome {
   JobRecord record;
   ExitCode exit_code = ExitCode::ok;
+  std::string hint;  // what the user can do about record.error
 };
 
 // The worker phase's plan for a job in `paths`, as `run` would build it.

@@ -118,6 +118,7 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   util::SpawnOptions options;
   std::vector<StagedBind> staged;
   if (plan.host_uid) {
+    prepare_staging_mountpoint();
     for (std::size_t i = 0; i < binds.sources.size(); ++i) {
       auto& source = binds.sources[i];
       if (source.fd < 0) continue;

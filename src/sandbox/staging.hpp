@@ -20,7 +20,14 @@ struct StagedBind {
   bool is_directory;
 };
 
-inline constexpr const char* staging_root = "/tmp/mullet-stage";
+// An empty directory on the host; only our private mount namespace ever has
+// anything mounted on it. Not under /tmp, where the bwrap we run may live.
+inline constexpr const char* staging_mountpoint = "/run/git-mullet-stage";
+inline constexpr const char* staging_root = "/run/git-mullet-stage/binds";
+
+// Creates the mount point (root only), refusing one that is not a plain
+// directory.
+void prepare_staging_mountpoint();
 
 // The staged path for the n-th bind.
 std::string staged_path(std::size_t index);

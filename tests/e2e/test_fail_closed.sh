@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Fail closed: whenever the walls cannot be built, or a bubblewrap silently
+# drops one of them, the job is refused (exit 3) and the worker never runs.
+source "$(dirname "$0")/../lib/harness.sh"
+
+CANARY_CMD='touch "$MULLET_PROMPT"'
+
+# fake_bwrap NAME BODY: a stand-in `bwrap` first on PATH.
+fake_bwrap() {
+  mkdir -p "$PWD/fake-bin"
+  printf '#!/bin/bash\n%s\n' "$1" >"$PWD/fake-bin/bwrap"
+  chmod +x "$PWD/fake-bin/bwrap"
+  export PATH="$PWD/fake-bin:$PATH"
+}
+
+refs_count() { git for-each-ref refs/mullet/jobs | wc -l; }
+
+test_a_working_sandbox_runs_the_worker() {
+  # The positive control for every refusal below.
+  new_repo repo
+  cd repo
+  expect_exit 0 git mullet run -q -m "$PWD/../canary" --command "$CANARY_CMD; echo ran > marker"
+  [ ! -e ../canary ] || fail "the worker wrote outside its clone"
+  assert_contains "$(git mullet list)" succeeded
+}
+
+test_missing_bwrap_is_refused_before_any_job_exists() {
+  new_repo repo
+  mkdir nobwrap
+  for tool in /usr/bin/* /usr/local/bin/*; do
+    [ "$(basename "$tool")" = bwrap ] || ln -sf "$tool" nobwrap/
+  done
+  ln -sf "$MULLET_BIN" nobwrap/git-mullet
+  cd repo
+  expect_exit 3 env PATH="$PWD/../nobwrap" git mullet run -m "$PWD/../canary" --command "$CANARY_CMD"
+  assert_contains "$ERR" "bubblewrap"
+  assert_contains "$ERR" "apt-get install bubblewrap"
+  assert_absent ../canary
+  assert_eq "$(refs_count)" 0 "jobs created"
+}
+
+test_no_user_namespaces_is_refused_with_a_diagnosis() {
+  new_repo repo
+  fake_bwrap 'echo "bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces." >&2; exit 1'
+  cd repo
+  expect_exit 3 git mullet run -m "$PWD/../canary" --command "$CANARY_CMD"
+  assert_contains "$ERR" "could not be set up"
+  assert_contains "$ERR" "user namespaces"
+  assert_absent ../canary
+  run_job -m "$PWD/../canary" --command "$CANARY_CMD"
+  assert_eq "$(json_field "$JOB_JSON" state)" refused
+  assert_eq "$(json_field "$JOB_JSON" result)" null
+}
+
+test_a_bwrap_that_ignores_every_option_is_caught_by_the_wall_check() {
+  new_repo repo
+  # Runs whatever follows `--` directly on the host, with our helper's real path.
+  fake_bwrap 'while [ "$1" != "--" ]; do shift; done; shift; first="$1"; shift
+[ "$first" = /mullet/bin/git-mullet ] && first="'"$MULLET_BIN"'"
+exec "$first" "$@"'
+  cd repo
+  expect_exit 3 git mullet run -m "$PWD/../canary" --command "$CANARY_CMD"
+  assert_contains "$ERR" "wall check"
+  assert_absent ../canary
+}
+
+# drop_option_bwrap OPTION [ARGS]: a bwrap that silently leaves out one option
+# and the ARGS arguments that follow it.
+drop_option_bwrap() {
+  fake_bwrap 'args=(); skip=0; for a in "$@"; do
+  if [ "$skip" -gt 0 ]; then skip=$((skip - 1)); continue; fi
+  if [ "$a" = "'"$1"'" ]; then skip='"${2:-0}"'; continue; fi
+  args+=("$a"); done; exec /usr/bin/bwrap "${args[@]}"'
+}
+
+test_a_bwrap_without_a_network_namespace_is_caught() {
+  [ -n "$(ls /sys/class/net | grep -v '^lo$')" ] || fail "this host has no interface but lo; the test cannot tell"
+  new_repo repo
+  drop_option_bwrap --unshare-net
+  cd repo
+  expect_exit 3 git mullet run -m "$PWD/../canary" --command "$CANARY_CMD"
+  assert_contains "$ERR" "network interface"
+  assert_absent ../canary
+}
+
+test_a_bwrap_that_leaves_the_root_writable_is_caught() {
+  new_repo repo
+  drop_option_bwrap --remount-ro 1
+  cd repo
+  expect_exit 3 git mullet run -m "$PWD/../canary" --command "$CANARY_CMD"
+  assert_contains "$ERR" "writable"
+  assert_absent ../canary
+}
+
+test_a_bwrap_that_keeps_our_environment_is_caught() {
+  new_repo repo
+  drop_option_bwrap --clearenv
+  cd repo
+  expect_exit 3 env LEAKY_SECRET=1 git mullet run -m "$PWD/../canary" --command "$CANARY_CMD"
+  assert_contains "$ERR" "environment variable"
+  assert_absent ../canary
+}
+
+test_a_bind_source_behind_a_symlink_is_refused() {
+  new_repo repo
+  mkdir -p elsewhere
+  ln -s "$PWD/elsewhere" repo/.git/mullet
+  cd repo
+  expect_exit 3 git mullet run -m "$PWD/../canary" --command "$CANARY_CMD"
+  assert_contains "$ERR" "symlink"
+  assert_absent ../canary
+}
+
+test_doctor_reports_a_broken_sandbox() {
+  expect_exit 0 git mullet doctor
+  assert_contains "$OUT" "sandbox starts"
+  fake_bwrap 'echo "bwrap: setting up uid map: Permission denied" >&2; exit 1'
+  expect_exit 3 git mullet doctor
+  assert_contains "$OUT" "FAIL  sandbox starts"
+  assert_contains "$OUT" "fix:"
+  expect_exit 3 git mullet doctor --json
+  assert_eq "$(json_field "$OUT" ok)" False
+}
+
+test_dry_run_prints_the_plan_and_runs_nothing() {
+  new_repo repo
+  cd repo
+  expect_exit 0 git mullet run --dry-run -m "$PWD/../canary" --command "$CANARY_CMD"
+  assert_contains "$OUT" "phase worker"
+  assert_contains "$OUT" "network:     none"
+  assert_contains "$OUT" "/mullet/work"
+  assert_contains "$OUT" "tmpfs   /home"
+  assert_not_contains "$OUT" "MULLET_PROMPT=" "environment values"
+  expect_exit 0 git mullet run --dry-run --json -m x --command true
+  python3 -c 'import json,sys; p=json.loads(sys.argv[1])["phases"][0]; assert p["network"]["grants"]==[]; assert "PATH" in p["env"]' "$OUT" ||
+    fail "dry-run JSON lacks the plan"
+  assert_absent ../canary
+  assert_absent .git/mullet
+  assert_eq "$(git for-each-ref refs/mullet | wc -l)" 0 "refs created"
+}
+
+run_tests
