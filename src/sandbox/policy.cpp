@@ -35,7 +35,7 @@ std::vector<std::string> socket_paths_from_env(const std::map<std::string, std::
     for (const char* scheme : {"unix://", "unix:path="}) {
       if (value.rfind(scheme, 0) == 0) value = value.substr(std::string(scheme).size());
     }
-    value = value.substr(0, value.find_first_of(",;:"));
+    if (const auto end = value.find_first_of(",;:"); end != std::string::npos) value.resize(end);
     if (!value.empty() && value[0] == '/') paths.push_back(value);
   }
   return paths;

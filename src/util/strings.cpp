@@ -66,7 +66,8 @@ std::string first_line(std::string_view text, std::size_t max_chars) {
     std::size_t cut = max_chars > 3 ? max_chars - 3 : max_chars;
     // Do not cut a UTF-8 sequence in half.
     while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0U) == 0x80U) --cut;
-    line = line.substr(0, cut) + "...";
+    line.resize(cut);
+    line += "...";
   }
   return line;
 }
