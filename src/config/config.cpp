@@ -269,14 +269,17 @@ std::vector<Problem> Config::merge_toml(const std::string& text, const std::stri
         }
         if (spec->repo_rule == RepoRule::narrow_list) {
           const auto& allowed = std::get<std::vector<std::string>>(current.value);
+          bool widened = false;
           for (const auto& item : std::get<std::vector<std::string>>(*value)) {
             const bool listed = std::find(allowed.begin(), allowed.end(), item) != allowed.end() ||
                                 std::find(allowed.begin(), allowed.end(), "*") != allowed.end();
             if (!listed) {
               problems.push_back({ExitCode::refused, widen + "may only narrow this list; '" + item +
                                                          "' is not in your user config"});
+              widened = true;
             }
           }
+          if (widened) continue;
         }
         if (spec->repo_rule == RepoRule::lower_only &&
             std::get<std::int64_t>(*value) > std::get<std::int64_t>(current.value)) {

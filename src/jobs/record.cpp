@@ -1,5 +1,7 @@
 #include "jobs/record.hpp"
 
+#include "util/strings.hpp"
+
 namespace mullet::jobs {
 namespace {
 
@@ -11,7 +13,18 @@ const std::vector<std::pair<JobState, const char*>>& state_names() {
   return names;
 }
 
-nlohmann::json null_if_empty(const std::string& text) { return text.empty() ? nlohmann::json() : nlohmann::json(text); }
+// Free text (prompts, worker output, errors) may be any bytes.
+std::string text(const std::string& value) { return util::valid_utf8(value); }
+
+nlohmann::json null_if_empty(const std::string& value) {
+  return value.empty() ? nlohmann::json() : nlohmann::json(text(value));
+}
+
+template <typename Integer>
+Integer integer_or(const nlohmann::json& json, const char* key, Integer fallback) {
+  const auto found = json.find(key);
+  return found != json.end() && found->is_number_integer() ? found->get<Integer>() : fallback;
+}
 
 std::string string_or_empty(const nlohmann::json& json, const char* key) {
   const auto found = json.find(key);
@@ -39,17 +52,21 @@ bool is_final(JobState state) { return state != JobState::running; }
 nlohmann::json to_json(const JobRecord& record) {
   nlohmann::json phases = nlohmann::json::array();
   for (const auto& phase : record.phases) {
-    phases.push_back({{"name", phase.name},
-                      {"command", phase.command},
+    std::vector<std::string> command;
+    for (const auto& word : phase.command) command.push_back(text(word));
+    phases.push_back({{"name", text(phase.name)},
+                      {"command", command},
                       {"exit_code", phase.exit_code},
-                      {"ended_by", phase.ended_by},
+                      {"ended_by", text(phase.ended_by)},
                       {"duration_ms", phase.duration_ms},
-                      {"output_tail", phase.output_tail}});
+                      {"output_tail", text(phase.output_tail)}});
   }
+  std::vector<std::string> warnings;
+  for (const auto& warning : record.snapshot_warnings) warnings.push_back(text(warning));
   return {{"format", record.format},
           {"id", record.id},
-          {"title", record.title},
-          {"prompt", record.prompt},
+          {"title", text(record.title)},
+          {"prompt", text(record.prompt)},
           {"state", state_name(record.state)},
           {"base", record.base},
           {"result", null_if_empty(record.result)},
@@ -60,7 +77,7 @@ nlohmann::json to_json(const JobRecord& record) {
           {"finished_at", null_if_empty(record.finished_at)},
           {"error", null_if_empty(record.error)},
           {"phases", phases},
-          {"snapshot_warnings", record.snapshot_warnings},
+          {"snapshot_warnings", warnings},
           {"runner",
            {{"pid", record.runner.pid},
             {"start_ticks", record.runner.start_ticks},
@@ -69,7 +86,8 @@ nlohmann::json to_json(const JobRecord& record) {
 
 JobRecord record_from_json(const nlohmann::json& json) {
   JobRecord record;
-  record.format = json.value("format", 1);
+  if (!json.is_object()) return record;
+  record.format = integer_or(json, "format", 1);
   record.id = string_or_empty(json, "id");
   record.title = string_or_empty(json, "title");
   record.prompt = string_or_empty(json, "prompt");
@@ -84,14 +102,17 @@ JobRecord record_from_json(const nlohmann::json& json) {
   record.executor.version = string_or_empty(json, "executor_version");
   if (const auto phases = json.find("phases"); phases != json.end() && phases->is_array()) {
     for (const auto& item : *phases) {
+      if (!item.is_object()) continue;
       PhaseRecord phase;
       phase.name = string_or_empty(item, "name");
-      if (item.contains("command") && item["command"].is_array()) {
-        phase.command = item["command"].get<std::vector<std::string>>();
+      if (const auto command = item.find("command"); command != item.end() && command->is_array()) {
+        for (const auto& word : *command) {
+          if (word.is_string()) phase.command.push_back(word.get<std::string>());
+        }
       }
-      phase.exit_code = item.value("exit_code", -1);
+      phase.exit_code = integer_or(item, "exit_code", -1);
       phase.ended_by = string_or_empty(item, "ended_by");
-      phase.duration_ms = item.value("duration_ms", std::int64_t{0});
+      phase.duration_ms = integer_or(item, "duration_ms", std::int64_t{0});
       phase.output_tail = string_or_empty(item, "output_tail");
       record.phases.push_back(phase);
     }
@@ -102,8 +123,8 @@ JobRecord record_from_json(const nlohmann::json& json) {
     }
   }
   if (const auto runner = json.find("runner"); runner != json.end() && runner->is_object()) {
-    record.runner.pid = runner->value("pid", 0);
-    record.runner.start_ticks = runner->value("start_ticks", std::uint64_t{0});
+    record.runner.pid = integer_or(*runner, "pid", 0);
+    record.runner.start_ticks = integer_or(*runner, "start_ticks", std::uint64_t{0});
     record.runner.boot_id = string_or_empty(*runner, "boot_id");
   }
   return record;

@@ -52,7 +52,10 @@ std::string check_walls(const std::vector<std::string>& empty_dirs, const std::s
   const char* tmpdir = std::getenv("TMPDIR");
   bool tmp_ok = false;
   const auto tmp_entries = directory_entries("/tmp", tmp_ok);
-  const std::string own_tmp = tmpdir != nullptr ? std::string(tmpdir).substr(5) : "";
+  const std::string tmp_prefix = "/tmp/";
+  const std::string tmpdir_value = tmpdir != nullptr ? tmpdir : "";
+  const std::string own_tmp =
+      tmpdir_value.rfind(tmp_prefix, 0) == 0 ? tmpdir_value.substr(tmp_prefix.size()) : std::string();
   for (const auto& name : tmp_entries) {
     if (name != own_tmp) return "/tmp shows the host's " + name;
   }

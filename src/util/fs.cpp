@@ -99,7 +99,10 @@ void remove_children(int dir_fd, const std::string& shown_path) {
     if (errno != EISDIR && errno != EPERM) throw failure("cannot remove " + shown_path + "/" + name + ": " + errno_text(errno));
     UniqueFd child(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!child && errno == EACCES) {
-      ::fchmodat(dir_fd, name.c_str(), 0700, 0);
+      // chmod through an O_PATH descriptor of this very directory: a name
+      // swapped for a symlink meanwhile is never followed.
+      UniqueFd path_only(::openat(dir_fd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (path_only) ::chmod(("/proc/self/fd/" + std::to_string(path_only.get())).c_str(), 0700);
       child.reset(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     }
     if (!child) throw failure("cannot remove " + shown_path + "/" + name + ": " + errno_text(errno));

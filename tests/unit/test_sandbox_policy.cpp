@@ -34,10 +34,10 @@ PolicyInputs representative_inputs() {
   in.home_dir = "/home/alice/src/proj/.git/mullet/jobs/0123abcdef/home";
   in.helper_binary = "/usr/local/bin/git-mullet";
   in.tmp_name = "mullet-1a2b";
-  in.root_entries = {{"usr", false, ""},   {"bin", true, "usr/bin"}, {"lib", true, "usr/lib"},
-                     {"lib64", false, ""}, {"etc", false, ""},       {"opt", false, ""},
-                     {"home", false, ""},  {"root", false, ""},      {"var", false, ""},
-                     {"tmp", false, ""},   {"boot", false, ""},      {"snap", true, "/var/lib/snapd/snap"},
+  in.root_entries = {{"usr", false, ""},        {"bin", true, "usr/bin"}, {"lib", true, "usr/lib"},
+                     {"lib64", false, ""},      {"etc", false, ""},       {"opt", false, ""},
+                     {"home", false, ""},       {"root", false, ""},      {"var", false, ""},
+                     {"tmp", false, ""},        {"boot", false, ""},      {"snap", true, "/var/lib/snapd/snap"},
                      {"sbin", true, "usr/sbin"}};
   in.host_env = {{"HOME", "/home/alice"},
                  {"USER", "alice"},
@@ -55,7 +55,7 @@ PolicyInputs representative_inputs() {
   in.executor_env = {{"MULLET_PROMPT", "do the thing"}, {"LANG", "C.UTF-8"}};
   in.executor_mounts = {{MountKind::read_only_bind, "/opt/claude/bin/claude", "/mullet/bin/claude"}};
   in.command = {"sh", "-c", "make fix"};
-  in.limits = {3600, 1800, 8192, 1024};
+  in.limits = {3600, 1800, 8192, 1024, 10240};
   in.network.grants = {"api.example.com:443"};
   in.feeds_stdin = true;
   return in;
@@ -83,7 +83,9 @@ std::ptrdiff_t index_of(const Plan& plan, const std::string& destination) {
   return it == plan.mounts.end() ? -1 : it - plan.mounts.begin();
 }
 
-bool has(const Strings& list, const std::string& item) { return std::find(list.begin(), list.end(), item) != list.end(); }
+bool has(const Strings& list, const std::string& item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
 
 }  // namespace
 
@@ -108,6 +110,7 @@ TEST_CASE("build_plan copies the phase, command, limits and network") {
   CHECK(plan.limits.inactivity_seconds == 1800);
   CHECK(plan.limits.memory_mb == 8192);
   CHECK(plan.limits.processes == 1024);
+  CHECK(plan.limits.disk_mb == 10240);
   CHECK(plan.network.grants == Strings{"api.example.com:443"});
   CHECK(plan.feeds_stdin);
   CHECK_FALSE(plan.host_uid.has_value());

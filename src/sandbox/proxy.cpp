@@ -1,0 +1,844 @@
+#include "sandbox/proxy.hpp"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include <asio.hpp>
+#include <spdlog/spdlog.h>
+
+#include "sandbox/relay.hpp"
+#include "util/clock.hpp"
+#include "util/error.hpp"
+#include "util/strings.hpp"
+
+namespace mullet::sandbox {
+namespace {
+
+using asio::ip::tcp;
+using unix_stream = asio::local::stream_protocol;
+
+// After an error answer the proxy stops sending and reads (and drops) what the
+// client still sends for a moment before closing: closing a socket with
+// unread input resets it, and the client could lose the answer.
+constexpr auto linger_time = std::chrono::milliseconds(1000);
+constexpr std::size_t max_linger_bytes = 64 * 1024;
+// When accept() fails (out of descriptors), the connection stays queued and
+// the acceptor stays ready; waiting a little keeps that from spinning.
+constexpr auto accept_retry_delay = std::chrono::milliseconds(100);
+constexpr std::size_t max_method_length = 16;
+constexpr std::size_t max_host_length = 253;
+
+std::string lower(std::string_view text) {
+  std::string lowered(text);
+  for (char& c : lowered) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return lowered;
+}
+
+bool is_tchar(char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+bool is_host_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+         c == '_';
+}
+
+// Lower case, one trailing dot dropped ("example.com." is "example.com").
+std::string normalize_host(std::string_view host) {
+  if (host.size() > 1 && host.back() == '.') host.remove_suffix(1);
+  return lower(host);
+}
+
+std::optional<asio::ip::address> as_address(const std::string& host) {
+  asio::error_code error;
+  const auto address = asio::ip::make_address(host, error);
+  if (error) return std::nullopt;
+  return address;
+}
+
+bool same_host(const std::string& a, const std::string& b) {
+  const auto address_a = as_address(a);
+  const auto address_b = as_address(b);
+  if (address_a && address_b) return *address_a == *address_b;
+  return normalize_host(a) == normalize_host(b);
+}
+
+// "localhost" and everything under it are loopback by definition (RFC 6761),
+// whatever a resolver says.
+bool is_localhost_name(const std::string& host) {
+  const auto name = normalize_host(host);
+  return name == "localhost" || (name.size() > 10 && name.ends_with(".localhost"));
+}
+
+std::optional<int> parse_port(std::string_view text) {
+  if (text.empty() || text.size() > 5) return std::nullopt;
+  int port = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    port = port * 10 + (c - '0');
+  }
+  if (port < 1 || port > 65535) return std::nullopt;
+  return port;
+}
+
+struct HostPort {
+  std::string host;
+  int port = 0;
+};
+
+// The authority of a request target: "host:port", "[v6]:port", or without the
+// port when `default_port` is not 0. Host names are letters, digits, '.', '-'
+// and '_' only: no userinfo, no percent-encoding, no IPv6 zone.
+std::optional<HostPort> parse_authority(std::string_view text, int default_port) {
+  std::string_view host;
+  std::optional<std::string_view> port_text;
+  if (!text.empty() && text.front() == '[') {
+    const auto close = text.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    host = text.substr(1, close - 1);
+    const auto rest = text.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') return std::nullopt;
+      port_text = rest.substr(1);
+    }
+    asio::error_code error;
+    asio::ip::make_address_v6(std::string(host), error);
+    if (error || host.find('%') != std::string_view::npos) return std::nullopt;
+  } else {
+    const auto colon = text.find(':');
+    host = text.substr(0, colon);
+    if (colon != std::string_view::npos) port_text = text.substr(colon + 1);
+    if (host.empty() || host.size() > max_host_length || !std::all_of(host.begin(), host.end(), is_host_char)) {
+      return std::nullopt;
+    }
+  }
+  int port = default_port;
+  if (port_text) {
+    const auto parsed = parse_port(*port_text);
+    if (!parsed) return std::nullopt;
+    port = *parsed;
+  }
+  if (port == 0) return std::nullopt;
+  return HostPort{normalize_host(host), port};
+}
+
+// A grant: "host:port", "[v6]:port", or a bare IPv6 literal followed by
+// ":port" (split at the last colon).
+std::optional<HostPort> parse_grant(std::string_view grant) {
+  const auto text = util::trim(grant);
+  if (!text.empty() && text.front() == '[') return parse_authority(text, 0);
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) return std::nullopt;
+  const auto port = parse_port(std::string_view(text).substr(colon + 1));
+  if (!port) return std::nullopt;
+  return HostPort{normalize_host(std::string_view(text).substr(0, colon)), *port};
+}
+
+// The request line alone: METHOD SP target SP HTTP/1.x, the target either
+// authority form (CONNECT) or an http:// absolute URI. The returned head has
+// no upstream_head yet.
+std::optional<RequestHead> interpret_request_line(std::string_view line) {
+  const auto first_space = line.find(' ');
+  if (first_space == std::string_view::npos) return std::nullopt;
+  const auto second_space = line.find(' ', first_space + 1);
+  if (second_space == std::string_view::npos || line.find(' ', second_space + 1) != std::string_view::npos) {
+    return std::nullopt;
+  }
+  const auto method = line.substr(0, first_space);
+  const auto target = line.substr(first_space + 1, second_space - first_space - 1);
+  const auto version = line.substr(second_space + 1);
+  if (method.empty() || method.size() > max_method_length ||
+      !std::all_of(method.begin(), method.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
+    return std::nullopt;
+  }
+  if (version != "HTTP/1.1" && version != "HTTP/1.0") return std::nullopt;
+  if (target.empty() || !std::all_of(target.begin(), target.end(), [](char c) { return c > 0x20 && c < 0x7f; })) {
+    return std::nullopt;
+  }
+  RequestHead head;
+  head.method = std::string(method);
+  if (method == "CONNECT") {
+    const auto authority = parse_authority(target, 0);
+    if (!authority) return std::nullopt;
+    head.host = authority->host;
+    head.port = authority->port;
+    return head;
+  }
+  constexpr std::string_view scheme = "http://";
+  if (target.size() <= scheme.size() || lower(target.substr(0, scheme.size())) != scheme) return std::nullopt;
+  const auto rest = target.substr(scheme.size());
+  const auto authority_end = rest.find_first_of("/?#");
+  const auto authority = parse_authority(rest.substr(0, authority_end), 80);
+  if (!authority) return std::nullopt;
+  std::string path = authority_end == std::string_view::npos ? "/" : std::string(rest.substr(authority_end));
+  if (const auto fragment = path.find('#'); fragment != std::string::npos) path.resize(fragment);
+  if (path.empty() || path.front() != '/') path.insert(0, "/");
+  head.host = authority->host;
+  head.port = authority->port;
+  head.origin_line = head.method + " " + path + " " + std::string(version);
+  return head;
+}
+
+// What can be told from the first bytes of a head, before it is complete:
+// control bytes, a method that is not a method, a request line that is not
+// one. Lets garbage be refused at once instead of when the head deadline or
+// the size limit is hit.
+bool plausible_head_prefix(std::string_view received) {
+  for (const char c : received) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte < 0x20 && c != '\t' && c != '\r' && c != '\n') || byte == 0x7f) return false;
+  }
+  const auto method_end = std::min(received.find(' '), received.size());
+  if (method_end > max_method_length) return false;
+  for (std::size_t i = 0; i < method_end; ++i) {
+    if (received[i] < 'A' || received[i] > 'Z') return false;
+  }
+  const auto line_end = received.find('\n');
+  if (line_end == std::string_view::npos) return true;
+  if (line_end == 0 || received[line_end - 1] != '\r') return false;
+  return interpret_request_line(received.substr(0, line_end - 1)).has_value();
+}
+
+const char* article(const std::string& word) {
+  return !word.empty() && std::string_view("aeiou").find(word.front()) != std::string_view::npos ? "an" : "a";
+}
+
+std::string restricted_v4_kind(const asio::ip::address_v4& address) {
+  const std::uint32_t value = address.to_uint();
+  const auto in = [value](std::uint32_t network, int prefix) {
+    const std::uint32_t mask = prefix == 0 ? 0U : ~std::uint32_t{0} << (32 - prefix);
+    return (value & mask) == network;
+  };
+  if (value == 0) return "unspecified";
+  if (in(0x00000000U, 8)) return "unspecified";  // "this network"
+  if (in(0x7F000000U, 8)) return "loopback";
+  if (in(0x0A000000U, 8) || in(0xAC100000U, 12) || in(0xC0A80000U, 16)) return "private";
+  if (in(0xA9FE0000U, 16)) return "link-local";
+  if (in(0x64400000U, 10)) return "carrier-grade NAT";
+  if (in(0xC0000000U, 24) || in(0xC6120000U, 15)) return "reserved";  // IETF protocol assignments, benchmarking
+  if (in(0xE0000000U, 4)) return "multicast";
+  if (value == 0xFFFFFFFFU) return "broadcast";
+  if (in(0xF0000000U, 4)) return "reserved";
+  return {};
+}
+
+asio::ip::address_v4 v4_from(const asio::ip::address_v6::bytes_type& bytes, std::size_t offset) {
+  return asio::ip::address_v4(
+      asio::ip::address_v4::bytes_type{bytes[offset], bytes[offset + 1], bytes[offset + 2], bytes[offset + 3]});
+}
+
+std::string restricted_v6_kind(const asio::ip::address_v6& address) {
+  const auto bytes = address.to_bytes();
+  const auto starts_with = [&bytes](std::initializer_list<unsigned char> prefix) {
+    return std::equal(prefix.begin(), prefix.end(), bytes.begin());
+  };
+  if (address.is_unspecified()) return "unspecified";
+  if (address.is_loopback()) return "loopback";
+  if (address.is_v4_mapped()) return restricted_v4_kind(v4_from(bytes, 12));
+  if (starts_with({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})) return "reserved";  // IPv4-compatible, deprecated
+  if (starts_with({0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0})) {          // NAT64 64:ff9b::/96
+    return restricted_v4_kind(v4_from(bytes, 12));
+  }
+  if (starts_with({0x00, 0x64, 0xff, 0x9b, 0x00, 0x01})) return "private";  // local-use NAT64 64:ff9b:1::/48
+  if (starts_with({0x20, 0x02})) return restricted_v4_kind(v4_from(bytes, 2));  // 6to4 2002::/16
+  if (starts_with({0x01, 0x00, 0, 0, 0, 0, 0, 0})) return "reserved";           // discard-only 100::/64
+  if (bytes[0] == 0xfe && (bytes[1] & 0xc0U) == 0x80) return "link-local";
+  if (bytes[0] == 0xfe && (bytes[1] & 0xc0U) == 0xc0) return "private";  // site-local, deprecated
+  if ((bytes[0] & 0xfeU) == 0xfc) return "private";                       // unique local fc00::/7
+  if (bytes[0] == 0xff) return "multicast";
+  return {};
+}
+
+void set_close_on_exec(int fd) {
+  if (fd >= 0) ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC);
+}
+
+std::string plain_answer(int status, std::string_view phrase, const std::string& body) {
+  return "HTTP/1.1 " + std::to_string(status) + " " + std::string(phrase) +
+         "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\nConnection: close\r\n\r\n" + body;
+}
+
+class Session;
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Pure helpers
+
+bool grant_allows(const std::vector<std::string>& grants, const std::string& host, int port) {
+  for (const auto& grant : grants) {
+    if (util::trim(grant) == "*") return true;
+    const auto parsed = parse_grant(grant);
+    if (parsed && parsed->port == port && same_host(parsed->host, host)) return true;
+  }
+  return false;
+}
+
+bool grant_names_address(const std::vector<std::string>& grants, const asio::ip::address& address, int port) {
+  for (const auto& grant : grants) {
+    const auto parsed = parse_grant(grant);
+    if (!parsed || parsed->port != port) continue;
+    if (const auto granted = as_address(parsed->host); granted && *granted == address) return true;
+  }
+  return false;
+}
+
+std::string restricted_address_kind(const asio::ip::address& address) {
+  return address.is_v4() ? restricted_v4_kind(address.to_v4()) : restricted_v6_kind(address.to_v6());
+}
+
+bool is_restricted_address(const asio::ip::address& address) { return !restricted_address_kind(address).empty(); }
+
+std::optional<RequestHead> parse_request_head(std::string_view head) {
+  if (head.size() > max_request_head_bytes || head.size() < 4 || !head.ends_with("\r\n\r\n")) return std::nullopt;
+  for (std::size_t i = 0; i < head.size(); ++i) {
+    const char c = head[i];
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\r') {
+      if (i + 1 >= head.size() || head[i + 1] != '\n') return std::nullopt;
+    } else if (c == '\n') {
+      if (i == 0 || head[i - 1] != '\r') return std::nullopt;
+    } else if ((byte < 0x20 && c != '\t') || byte == 0x7f) {
+      return std::nullopt;
+    }
+  }
+  // Every line, the last header's included, ends in CRLF; then the empty line.
+  const auto lines_text = head.substr(0, head.size() - 2);
+  std::vector<std::string_view> lines;
+  for (std::size_t start = 0; start < lines_text.size();) {
+    const auto end = lines_text.find("\r\n", start);
+    lines.push_back(lines_text.substr(start, end - start));
+    start = end + 2;
+  }
+  auto request = interpret_request_line(lines.front());
+  if (!request) return std::nullopt;
+
+  std::vector<std::pair<std::string_view, std::string>> headers;
+  std::vector<std::string> connection_options;
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const auto line = lines[i];
+    // An empty line would end the head early; a leading blank is obs-fold.
+    if (line.empty() || line.front() == ' ' || line.front() == '\t') return std::nullopt;
+    const auto colon = line.find(':');
+    if (colon == 0 || colon == std::string_view::npos) return std::nullopt;
+    const auto name = line.substr(0, colon);
+    if (!std::all_of(name.begin(), name.end(), is_tchar)) return std::nullopt;
+    auto value = util::trim(line.substr(colon + 1));
+    if (lower(name) == "connection") {
+      for (const auto& option : util::split(value, ',')) connection_options.push_back(lower(util::trim(option)));
+    }
+    headers.emplace_back(name, std::move(value));
+  }
+  if (request->method == "CONNECT") return request;
+
+  // Hop-by-hop headers end here; Host is the target's (RFC 9112 3.2.2: a
+  // proxy replaces it), so the Host the destination sees is the granted one.
+  static const std::vector<std::string> dropped = {"connection", "proxy-connection", "keep-alive",
+                                                   "proxy-authorization", "proxy-authenticate", "te",
+                                                   "upgrade", "host"};
+  const bool v6 = request->host.find(':') != std::string::npos;
+  std::string host_value = v6 ? "[" + request->host + "]" : request->host;
+  if (request->port != 80) host_value += ":" + std::to_string(request->port);
+  std::string upstream = request->origin_line + "\r\nHost: " + host_value + "\r\n";
+  for (const auto& [name, value] : headers) {
+    const auto lowered = lower(name);
+    const bool framing = lowered == "content-length" || lowered == "transfer-encoding";
+    if (std::find(dropped.begin(), dropped.end(), lowered) != dropped.end()) continue;
+    if (!framing && std::find(connection_options.begin(), connection_options.end(), lowered) !=
+                        connection_options.end()) {
+      continue;
+    }
+    upstream += std::string(name) + ": " + value + "\r\n";
+  }
+  upstream += "Connection: close\r\n\r\n";
+  request->upstream_head = std::move(upstream);
+  return request;
+}
+
+nlohmann::json to_json(const ProxyDecision& decision) {
+  return {{"time", decision.time},         {"method", decision.method},         {"host", decision.host},
+          {"port", decision.port},         {"allowed", decision.allowed},       {"reason", decision.reason},
+          {"bytes_up", decision.bytes_up}, {"bytes_down", decision.bytes_down}};
+}
+
+// ---------------------------------------------------------------------------
+// The proxy
+
+class EgressProxy::Impl {
+ public:
+  Impl(std::vector<std::string> grants_in, std::string socket_path_in, ProxyOptions options_in)
+      : grants(std::move(grants_in)), socket_path(std::move(socket_path_in)), options(options_in) {}
+
+  void start();
+  void stop();
+
+  // Any thread.
+  std::uint64_t record(ProxyDecision decision);
+  void record_bytes(std::uint64_t sequence, std::uint64_t up, std::uint64_t down);
+  std::vector<ProxyDecision> decisions() const;
+
+  // The io thread only.
+  void forget(std::uint64_t id);
+
+  const std::vector<std::string> grants;
+  const std::string socket_path;
+  const ProxyOptions options;
+  std::atomic<std::size_t> active{0};
+
+ private:
+  void serve();
+  void accept();
+  void admit(unix_stream::socket socket);
+  void refuse_at_capacity(unix_stream::socket socket);
+
+  mutable std::mutex m_log_mutex;
+  std::deque<ProxyDecision> m_log;
+  std::uint64_t m_log_first = 0;  // sequence number of m_log.front()
+
+  std::map<std::uint64_t, std::weak_ptr<Session>> m_sessions;  // by id, so oldest first
+  std::uint64_t m_next_id = 0;
+  bool m_started = false;
+  bool m_stopped = false;
+  bool m_created_socket = false;
+  std::thread m_thread;
+  // Declared last, destroyed first: the handlers still queued (and the
+  // sessions they hold) go before anything they refer to.
+  asio::io_context m_io;
+  unix_stream::acceptor m_acceptor{m_io};
+  asio::steady_timer m_accept_retry{m_io};
+};
+
+namespace {
+
+// One client connection: its request head, the decision, the upstream
+// connection, then the tunnel; or an error answer.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(EgressProxy::Impl& proxy, unix_stream::socket client, std::uint64_t id)
+      : m_proxy(proxy),
+        m_client(std::move(client)),
+        m_upstream(m_client.get_executor()),
+        m_resolver(m_client.get_executor()),
+        m_timer(m_client.get_executor()),
+        m_tunnel(m_client, m_upstream),
+        m_id(id) {}
+
+  void start() {
+    m_timer.expires_after(m_proxy.options.head_timeout);
+    m_timer.async_wait([self = shared_from_this()](const asio::error_code& error) {
+      if (error || self->m_phase != Phase::head) return;
+      self->refuse(408, "Request Timeout",
+                   "request head not complete within " + std::to_string(self->m_proxy.options.head_timeout.count()) +
+                       " ms",
+                   false);
+    });
+    read_head();
+  }
+
+  // Holds a slot without using it: no request yet, or already answered.
+  bool waiting() const { return m_phase == Phase::head || m_phase == Phase::answered; }
+
+  // Makes room for a new connection.
+  void evict() {
+    if (m_phase == Phase::head) note(false, "dropped: too many connections, and this one had sent no request");
+    end();
+  }
+
+  // Closes everything; the handlers still pending find the phase ended.
+  void end() {
+    if (m_phase == Phase::ended) return;
+    m_phase = Phase::ended;
+    m_tunnel.close();
+    asio::error_code ignored;
+    m_client.close(ignored);
+    m_upstream.close(ignored);
+    m_resolver.cancel();
+    m_timer.cancel();
+    if (m_decision) m_proxy.record_bytes(*m_decision, m_tunnel.bytes_up(), m_tunnel.bytes_down());
+    m_proxy.forget(m_id);
+  }
+
+ private:
+  enum class Phase { head, connecting, tunnel, answered, ended };
+
+  void read_head() {
+    m_client.async_read_some(
+        asio::buffer(m_head.data() + m_head_size, m_head.size() - m_head_size),
+        [self = shared_from_this()](const asio::error_code& error, std::size_t count) {
+          self->on_head_bytes(error, count);
+        });
+  }
+
+  void on_head_bytes(const asio::error_code& error, std::size_t count) {
+    if (m_phase != Phase::head) return;
+    if (error) {
+      if (m_head_size > 0) note(false, "the client closed before completing its request");
+      return end();
+    }
+    const std::size_t scan_from = m_head_size >= 3 ? m_head_size - 3 : 0;
+    m_head_size += count;
+    const std::string_view received(m_head.data(), m_head_size);
+    const auto end_of_head = received.find("\r\n\r\n", scan_from);
+    const auto checked = end_of_head == std::string_view::npos ? received : received.substr(0, end_of_head + 4);
+    if (!plausible_head_prefix(checked)) return refuse(400, "Bad Request", "malformed request", false);
+    if (end_of_head == std::string_view::npos) {
+      if (m_head_size == m_head.size()) {
+        return refuse(431, "Request Header Fields Too Large",
+                      "request head larger than " + std::to_string(max_request_head_bytes) + " bytes", false);
+      }
+      return read_head();
+    }
+    auto request = parse_request_head(checked);
+    if (!request) return refuse(400, "Bad Request", "malformed request", false);
+    m_request = std::move(*request);
+    m_leftover.assign(received.substr(checked.size()));
+    decide();
+  }
+
+  void decide() {
+    m_phase = Phase::connecting;
+    m_timer.expires_after(m_proxy.options.connect_timeout);
+    m_timer.async_wait([self = shared_from_this()](const asio::error_code& error) {
+      if (error || self->m_phase != Phase::connecting) return;
+      self->refuse(504, "Gateway Timeout",
+                   "upstream unreachable: no connection within " +
+                       std::to_string(self->m_proxy.options.connect_timeout.count()) + " ms",
+                   true);
+    });
+    if (!grant_allows(m_proxy.grants, m_request.host, m_request.port)) {
+      return refuse(403, "Forbidden", "not on the allow list", false);
+    }
+    if (is_localhost_name(m_request.host)) return refuse(403, "Forbidden", "localhost is a loopback name", false);
+    if (const auto literal = as_address(m_request.host)) {
+      return connect({tcp::endpoint(*literal, static_cast<unsigned short>(m_request.port))});
+    }
+    m_resolver.async_resolve(m_request.host, std::to_string(m_request.port), tcp::resolver::numeric_service,
+                             [self = shared_from_this()](const asio::error_code& error,
+                                                         const tcp::resolver::results_type& results) {
+                               if (self->m_phase != Phase::connecting) return;
+                               if (error) return self->refuse(502, "Bad Gateway", "cannot resolve: " + error.message(), true);
+                               std::vector<tcp::endpoint> endpoints;
+                               for (const auto& entry : results) endpoints.push_back(entry.endpoint());
+                               self->connect(std::move(endpoints));
+                             });
+  }
+
+  // Connects to the addresses a name resolved to, leaving out the restricted
+  // ones unless a grant names that very address. These addresses are the
+  // ones connected to: nothing is resolved twice.
+  void connect(std::vector<tcp::endpoint> endpoints) {
+    std::vector<tcp::endpoint> permitted;
+    std::string refusal;
+    for (const auto& endpoint : endpoints) {
+      const auto kind = restricted_address_kind(endpoint.address());
+      if (kind.empty() || grant_names_address(m_proxy.grants, endpoint.address(), m_request.port)) {
+        permitted.push_back(endpoint);
+      } else if (refusal.empty()) {
+        refusal = std::string("resolves to ") + article(kind) + " " + kind + " address " +
+                  endpoint.address().to_string();
+      }
+    }
+    if (permitted.empty()) {
+      if (refusal.empty()) return refuse(502, "Bad Gateway", "cannot resolve: no address", true);
+      return refuse(403, "Forbidden", refusal, false);
+    }
+    asio::async_connect(m_upstream, permitted,
+                        [self = shared_from_this()](const asio::error_code& error, const tcp::endpoint&) {
+                          if (self->m_phase != Phase::connecting) return;
+                          if (error) {
+                            return self->refuse(502, "Bad Gateway", "upstream unreachable: " + error.message(), true);
+                          }
+                          self->open_tunnel();
+                        });
+  }
+
+  void open_tunnel() {
+    m_timer.cancel();
+    asio::error_code ignored;
+    m_upstream.set_option(tcp::no_delay(true), ignored);
+    m_phase = Phase::tunnel;
+    m_decision = note(true, "on the allow list");
+    const bool tunnel_request = m_request.method == "CONNECT";
+    std::string first_up = tunnel_request ? std::move(m_leftover) : m_request.upstream_head + m_leftover;
+    std::string first_down = tunnel_request ? "HTTP/1.1 200 Connection established\r\n\r\n" : "";
+    m_leftover.clear();
+    m_tunnel.start(shared_from_this(), std::move(first_up), std::move(first_down), m_proxy.options.idle_timeout,
+                   [this] { end(); });
+  }
+
+  void refuse(int status, std::string_view phrase, const std::string& reason, bool allowed) {
+    note(allowed, reason);
+    std::string body = "git-mullet egress proxy: ";
+    if (!m_request.method.empty()) {
+      body += m_request.method + " " + destination() + ": ";
+    }
+    body += reason + "\n";
+    answer(plain_answer(status, phrase, body));
+  }
+
+  void answer(std::string response) {
+    m_phase = Phase::answered;
+    asio::error_code ignored;
+    m_client.cancel(ignored);  // a head read may be pending (the deadline passed); drain() reads from now on
+    m_resolver.cancel();
+    m_upstream.close(ignored);
+    m_response = std::move(response);
+    m_timer.expires_after(linger_time);
+    m_timer.async_wait([self = shared_from_this()](const asio::error_code& error) {
+      if (!error) self->end();
+    });
+    asio::async_write(m_client, asio::buffer(m_response),
+                      [self = shared_from_this()](const asio::error_code& error, std::size_t) {
+                        if (self->m_phase != Phase::answered) return;
+                        if (error) return self->end();
+                        asio::error_code shutdown_error;
+                        self->m_client.shutdown(asio::socket_base::shutdown_send, shutdown_error);
+                        self->drain();
+                      });
+  }
+
+  void drain() {
+    m_client.async_read_some(asio::buffer(m_head), [self = shared_from_this()](const asio::error_code& error,
+                                                                               std::size_t count) {
+      if (self->m_phase != Phase::answered) return;
+      self->m_drained += count;
+      if (error || self->m_drained > max_linger_bytes) return self->end();
+      self->drain();
+    });
+  }
+
+  std::string destination() const {
+    const bool v6 = m_request.host.find(':') != std::string::npos;
+    return (v6 ? "[" + m_request.host + "]" : m_request.host) + ":" + std::to_string(m_request.port);
+  }
+
+  std::uint64_t note(bool allowed, const std::string& reason) {
+    if (allowed && reason == "on the allow list") {
+      spdlog::debug("egress proxy: {} {} allowed", m_request.method, destination());
+    } else if (allowed) {
+      spdlog::info("egress proxy: {} {} allowed but failed: {}", m_request.method, destination(), reason);
+    } else if (m_request.method.empty()) {
+      spdlog::info("egress proxy: refused a connection: {}", reason);
+    } else {
+      spdlog::info("egress proxy: {} {} refused: {}", m_request.method, destination(), reason);
+    }
+    return m_proxy.record(ProxyDecision{util::now_utc(), m_request.method, m_request.host, m_request.port, allowed,
+                                        reason, 0, 0});
+  }
+
+  EgressProxy::Impl& m_proxy;
+  unix_stream::socket m_client;
+  tcp::socket m_upstream;
+  tcp::resolver m_resolver;
+  asio::steady_timer m_timer;  // the head deadline, then the connect deadline, then the linger
+  relay::Tunnel<unix_stream::socket, tcp::socket> m_tunnel;
+  const std::uint64_t m_id;
+  Phase m_phase = Phase::head;
+  std::array<char, max_request_head_bytes> m_head{};
+  std::size_t m_head_size = 0;
+  std::size_t m_drained = 0;
+  RequestHead m_request;
+  std::string m_leftover;  // what the client sent after its head
+  std::string m_response;
+  std::optional<std::uint64_t> m_decision;
+};
+
+}  // namespace
+
+void EgressProxy::Impl::start() {
+  if (m_started) throw failure("the egress proxy was already started");
+  if (socket_path.empty() || socket_path.size() >= sizeof(sockaddr_un::sun_path)) {
+    throw failure("cannot use '" + socket_path + "' as the egress proxy's socket: the path is empty or too long");
+  }
+  struct stat existing{};
+  if (::lstat(socket_path.c_str(), &existing) == 0) {
+    throw failure("cannot create the egress proxy's socket " + socket_path + ": the path already exists");
+  }
+  asio::error_code error;
+  m_acceptor.open(unix_stream(), error);
+  if (!error) set_close_on_exec(m_acceptor.native_handle());
+  if (!error) m_acceptor.bind(unix_stream::endpoint(socket_path), error);
+  if (error) {
+    asio::error_code ignored;
+    m_acceptor.close(ignored);
+    throw failure("cannot create the egress proxy's socket " + socket_path + ": " + error.message());
+  }
+  m_created_socket = true;
+  const auto cleanup = [this] {
+    asio::error_code ignored;
+    m_acceptor.close(ignored);
+    ::unlink(socket_path.c_str());
+    m_created_socket = false;
+  };
+  // The sandbox runs as another uid when we are root; the socket itself is
+  // no secret (it reaches only the grants), the directory holding it guards it.
+  if (::chmod(socket_path.c_str(), 0666) != 0) {
+    const int saved = errno;
+    cleanup();
+    throw failure("cannot make the egress proxy's socket " + socket_path + " reachable: " + util::errno_text(saved));
+  }
+  m_acceptor.listen(asio::socket_base::max_listen_connections, error);
+  if (error) {
+    cleanup();
+    throw failure("cannot listen on the egress proxy's socket " + socket_path + ": " + error.message());
+  }
+  m_started = true;
+  accept();
+  m_thread = std::thread([this] { serve(); });
+}
+
+void EgressProxy::Impl::serve() {
+  const auto work = asio::make_work_guard(m_io);
+  while (true) {
+    try {
+      m_io.run();
+      return;
+    } catch (const std::exception& error) {
+      spdlog::error("egress proxy: {}", error.what());
+    }
+  }
+}
+
+void EgressProxy::Impl::stop() {
+  if (!m_started || m_stopped) return;
+  m_stopped = true;
+  asio::post(m_io, [this] {
+    asio::error_code ignored;
+    m_acceptor.close(ignored);
+    m_accept_retry.cancel();
+    std::vector<std::shared_ptr<Session>> open;
+    for (const auto& [id, weak] : m_sessions) {
+      if (auto session = weak.lock()) open.push_back(std::move(session));
+    }
+    for (const auto& session : open) session->end();
+    m_sessions.clear();
+    active = 0;
+    m_io.stop();
+  });
+  if (m_thread.joinable()) m_thread.join();
+  if (m_created_socket) ::unlink(socket_path.c_str());
+  m_created_socket = false;
+}
+
+void EgressProxy::Impl::accept() {
+  m_acceptor.async_accept([this](const asio::error_code& error, unix_stream::socket socket) {
+    if (!m_acceptor.is_open()) return;
+    if (error) {
+      spdlog::warn("egress proxy: cannot accept a connection: {}", error.message());
+      m_accept_retry.expires_after(accept_retry_delay);
+      m_accept_retry.async_wait([this](const asio::error_code& wait_error) {
+        if (!wait_error) accept();
+      });
+      return;
+    }
+    admit(std::move(socket));
+    accept();
+  });
+}
+
+void EgressProxy::Impl::admit(unix_stream::socket socket) {
+  set_close_on_exec(socket.native_handle());
+  const std::size_t capacity = std::max<std::size_t>(1, options.max_connections);
+  if (m_sessions.size() >= capacity) {
+    std::shared_ptr<Session> idle;
+    for (auto it = m_sessions.begin(); it != m_sessions.end();) {
+      auto session = it->second.lock();
+      if (!session) {
+        it = m_sessions.erase(it);
+        continue;
+      }
+      if (session->waiting()) {
+        idle = std::move(session);
+        break;
+      }
+      ++it;
+    }
+    if (idle) {
+      idle->evict();
+    } else if (m_sessions.size() >= capacity) {
+      return refuse_at_capacity(std::move(socket));
+    }
+  }
+  const auto id = m_next_id++;
+  auto session = std::make_shared<Session>(*this, std::move(socket), id);
+  m_sessions.emplace(id, session);
+  active = m_sessions.size();
+  session->start();
+}
+
+void EgressProxy::Impl::refuse_at_capacity(unix_stream::socket socket) {
+  const std::string reason = "too many connections";
+  spdlog::info("egress proxy: refused a connection: {}", reason);
+  record(ProxyDecision{util::now_utc(), "", "", 0, false, reason, 0, 0});
+  // A new socket's buffer is empty: this small answer is written at once or
+  // not at all, never waited for.
+  const auto response = plain_answer(503, "Service Unavailable", "git-mullet egress proxy: " + reason + "\n");
+  [[maybe_unused]] const auto sent =
+      ::send(socket.native_handle(), response.data(), response.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  asio::error_code ignored;
+  socket.close(ignored);
+}
+
+void EgressProxy::Impl::forget(std::uint64_t id) {
+  m_sessions.erase(id);
+  active = m_sessions.size();
+}
+
+std::uint64_t EgressProxy::Impl::record(ProxyDecision decision) {
+  const std::lock_guard lock(m_log_mutex);
+  m_log.push_back(std::move(decision));
+  while (m_log.size() > std::max<std::size_t>(1, options.max_decisions)) {
+    m_log.pop_front();
+    ++m_log_first;
+  }
+  return m_log_first + m_log.size() - 1;
+}
+
+void EgressProxy::Impl::record_bytes(std::uint64_t sequence, std::uint64_t up, std::uint64_t down) {
+  const std::lock_guard lock(m_log_mutex);
+  if (sequence < m_log_first || sequence - m_log_first >= m_log.size()) return;
+  auto& decision = m_log[sequence - m_log_first];
+  decision.bytes_up = up;
+  decision.bytes_down = down;
+}
+
+std::vector<ProxyDecision> EgressProxy::Impl::decisions() const {
+  const std::lock_guard lock(m_log_mutex);
+  return {m_log.begin(), m_log.end()};
+}
+
+EgressProxy::EgressProxy(std::vector<std::string> grants, std::string socket_path, ProxyOptions options)
+    : m_impl(std::make_unique<Impl>(std::move(grants), std::move(socket_path), options)) {}
+
+EgressProxy::~EgressProxy() { stop(); }
+
+void EgressProxy::start() { m_impl->start(); }
+void EgressProxy::stop() { m_impl->stop(); }
+const std::string& EgressProxy::socket_path() const { return m_impl->socket_path; }
+std::size_t EgressProxy::active_connections() const { return m_impl->active.load(); }
+std::vector<ProxyDecision> EgressProxy::decisions() const { return m_impl->decisions(); }
+
+nlohmann::json EgressProxy::decisions_json() const {
+  auto json = nlohmann::json::array();
+  for (const auto& decision : decisions()) json.push_back(to_json(decision));
+  return json;
+}
+
+}  // namespace mullet::sandbox

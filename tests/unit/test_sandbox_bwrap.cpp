@@ -1,0 +1,211 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "sandbox/bwrap.hpp"
+#include "sandbox/plan.hpp"
+
+using mullet::sandbox::BindSource;
+using mullet::sandbox::bwrap_arguments;
+using mullet::sandbox::Mount;
+using mullet::sandbox::MountKind;
+using mullet::sandbox::Plan;
+using mullet::sandbox::wall_check_arguments;
+using Strings = std::vector<std::string>;
+
+namespace {
+
+// A plan with one mount of every kind, and sources aligned with its mounts.
+struct Fixture {
+  Plan plan;
+  std::vector<BindSource> sources;
+};
+
+Fixture sample() {
+  Fixture f;
+  f.plan.phase = "worker";
+  f.plan.command = {"sh", "-c", "make fix && echo done"};
+  f.plan.cwd = "/mullet/work";
+  f.plan.mounts = {
+      {MountKind::read_only_bind, "/usr", "/usr"},                               // 0: fd 11
+      {MountKind::symlink, "usr/bin", "/bin"},                                   // 1
+      {MountKind::proc, "", "/proc"},                                            // 2
+      {MountKind::dev, "", "/dev"},                                              // 3
+      {MountKind::tmpfs, "", "/home", 16ULL << 20U},                             // 4
+      {MountKind::tmpfs, "", "/tmp", 512ULL << 20U},                             // 5
+      {MountKind::directory, "", "/tmp/mullet-1a2b"},                            // 6
+      {MountKind::writable_bind, "/srv/job/work", "/mullet/work"},               // 7: fd 12
+      {MountKind::read_only_bind, "/srv/job/git", "/mullet/git"},                // 8: staged
+      {MountKind::writable_bind, "/srv/job/home", "/mullet/home"},               // 9: staged
+      {MountKind::read_only_bind, "/opt/git-mullet", "/mullet/bin/git-mullet"},  // 10: fd 13
+      {MountKind::mask, "/dev/null", "/usr/agent.sock"},                         // 11
+  };
+  f.plan.env = {{"PATH", "/usr/bin:/bin"}, {"HOME", "/mullet/home"}, {"TMPDIR", "/tmp/mullet-1a2b"}};
+  f.plan.must_be_empty = {"/home", "/run"};
+  f.sources.resize(f.plan.mounts.size());
+  f.sources[0].fd = 11;
+  f.sources[7].fd = 12;
+  f.sources[8].staged_path = "/run/mullet/stage/git";
+  f.sources[9].staged_path = "/run/mullet/stage/home";
+  f.sources[10].fd = 13;
+  f.sources[10].is_directory = false;
+  return f;
+}
+
+std::ptrdiff_t find_sequence(const Strings& args, const Strings& sequence) {
+  const auto it = std::search(args.begin(), args.end(), sequence.begin(), sequence.end());
+  return it == args.end() ? -1 : it - args.begin();
+}
+
+bool has_sequence(const Strings& args, const Strings& sequence) {
+  return find_sequence(args, sequence) >= 0;
+}
+
+std::size_t count(const Strings& args, const std::string& word) {
+  return static_cast<std::size_t>(std::count(args.begin(), args.end(), word));
+}
+
+}  // namespace
+
+TEST_CASE("bwrap_arguments unshares every namespace strictly") {
+  const auto f = sample();
+  const Strings args = bwrap_arguments(f.plan, f.sources, 7);
+  INFO(args.size());
+  for (const char* option : {"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+                             "--unshare-cgroup", "--die-with-parent", "--new-session", "--clearenv"}) {
+    INFO(option);
+    CHECK(count(args, option) == 1);
+  }
+  CHECK(has_sequence(args, {"--cap-drop", "ALL"}));
+  CHECK(has_sequence(args, {"--hostname", "mullet"}));
+  // --unshare-all only tries the user namespace; --share-net would undo --unshare-net.
+  for (const char* absent : {"--unshare-all", "--unshare-user-try", "--unshare-cgroup-try", "--share-net", "--cap-add",
+                             "--bind-try", "--dev-bind", "--dev-bind-try"}) {
+    INFO(absent);
+    CHECK(count(args, absent) == 0);
+  }
+}
+
+TEST_CASE("binds go through descriptors, or staged paths when staged") {
+  const auto f = sample();
+  const Strings args = bwrap_arguments(f.plan, f.sources, 7);
+  CHECK(has_sequence(args, {"--ro-bind-fd", "11", "/usr"}));
+  CHECK(has_sequence(args, {"--bind-fd", "12", "/mullet/work"}));
+  CHECK(has_sequence(args, {"--ro-bind", "/run/mullet/stage/git", "/mullet/git"}));
+  CHECK(has_sequence(args, {"--bind", "/run/mullet/stage/home", "/mullet/home"}));
+  CHECK(has_sequence(args, {"--ro-bind-fd", "13", "/mullet/bin/git-mullet"}));
+  // A host path is never handed to bwrap for a bind: it could be swapped for a symlink.
+  for (const char* host_path : {"/srv/job/work", "/srv/job/git", "/srv/job/home", "/opt/git-mullet"}) {
+    INFO(host_path);
+    CHECK(count(args, host_path) == 0);
+  }
+  CHECK(count(args, "--ro-bind-fd") == 2);
+  CHECK(count(args, "--bind-fd") == 1);
+}
+
+TEST_CASE("the other mount kinds") {
+  const auto f = sample();
+  const Strings args = bwrap_arguments(f.plan, f.sources, 7);
+  CHECK(has_sequence(args, {"--symlink", "usr/bin", "/bin"}));
+  CHECK(has_sequence(args, {"--proc", "/proc"}));
+  CHECK(has_sequence(args, {"--dev", "/dev"}));
+  CHECK(has_sequence(args, {"--size", std::to_string(16ULL << 20U), "--tmpfs", "/home"}));
+  CHECK(has_sequence(args, {"--size", std::to_string(512ULL << 20U), "--perms", "1777", "--tmpfs", "/tmp"}));
+  CHECK(has_sequence(args, {"--perms", "0700", "--dir", "/tmp/mullet-1a2b"}));
+  CHECK(has_sequence(args, {"--ro-bind", "/dev/null", "/usr/agent.sock"}));
+  CHECK(count(args, "--tmpfs") == 2);
+
+  SUBCASE("a tmpfs without a size gets no --size") {
+    Fixture g = sample();
+    g.plan.mounts = {{MountKind::tmpfs, "", "/scratch"}};
+    g.sources.resize(1);
+    const Strings plain = bwrap_arguments(g.plan, g.sources, 7);
+    CHECK(count(plain, "--size") == 0);
+    CHECK(has_sequence(plain, {"--tmpfs", "/scratch"}));
+  }
+}
+
+TEST_CASE("mounts keep the plan's order and the root is remounted read-only after them") {
+  const auto f = sample();
+  const Strings args = bwrap_arguments(f.plan, f.sources, 7);
+  const auto usr = find_sequence(args, {"--ro-bind-fd", "11", "/usr"});
+  const auto tmp = find_sequence(args, {"--tmpfs", "/tmp"});
+  const auto dir = find_sequence(args, {"--dir", "/tmp/mullet-1a2b"});
+  const auto work = find_sequence(args, {"--bind-fd", "12", "/mullet/work"});
+  const auto mask = find_sequence(args, {"--ro-bind", "/dev/null", "/usr/agent.sock"});
+  const auto remount = find_sequence(args, {"--remount-ro", "/"});
+  REQUIRE(usr >= 0);
+  REQUIRE(remount >= 0);
+  CHECK(usr < tmp);
+  CHECK(tmp < dir);
+  CHECK(dir < work);
+  CHECK(work < mask);
+  CHECK(mask < remount);
+  CHECK(count(args, "--remount-ro") == 1);
+}
+
+TEST_CASE("the environment is set with --setenv after --clearenv") {
+  const auto f = sample();
+  const Strings args = bwrap_arguments(f.plan, f.sources, 7);
+  const auto clear = find_sequence(args, {"--clearenv"});
+  const auto path = find_sequence(args, {"--setenv", "PATH", "/usr/bin:/bin"});
+  REQUIRE(clear >= 0);
+  REQUIRE(path >= 0);
+  CHECK(clear < path);
+  CHECK(has_sequence(args, {"--setenv", "HOME", "/mullet/home"}));
+  CHECK(has_sequence(args, {"--setenv", "TMPDIR", "/tmp/mullet-1a2b"}));
+  CHECK(count(args, "--setenv") == 3);
+}
+
+TEST_CASE("the command runs behind the wall check") {
+  const auto f = sample();
+  const Strings args = bwrap_arguments(f.plan, f.sources, 9);
+  const Strings expected_tail = {"--chdir",
+                                 "/mullet/work",
+                                 "--",
+                                 "/mullet/bin/git-mullet",
+                                 "__wall-check",
+                                 "--report-fd",
+                                 "9",
+                                 "--empty",
+                                 "/home",
+                                 "--empty",
+                                 "/run",
+                                 "--env",
+                                 "HOME",
+                                 "--env",
+                                 "PATH",
+                                 "--env",
+                                 "TMPDIR",
+                                 "--",
+                                 "sh",
+                                 "-c",
+                                 "make fix && echo done"};
+  REQUIRE(args.size() > expected_tail.size());
+  const Strings tail(args.end() - static_cast<std::ptrdiff_t>(expected_tail.size()), args.end());
+  CHECK(tail == expected_tail);
+  // The first "--" ends bwrap's options: nothing of the plan's command comes before it.
+  const auto first_separator = find_sequence(args, {"--"});
+  CHECK(first_separator == static_cast<std::ptrdiff_t>(args.size() - expected_tail.size() + 2));
+}
+
+TEST_CASE("wall_check_arguments lists the report fd, empty dirs, env names, then the command") {
+  Plan plan;
+  plan.command = {"claude", "-p", "--", "literal --env"};
+  plan.must_be_empty = {"/home"};
+  plan.env = {{"B", "2"}, {"A", "1"}};
+  CHECK(wall_check_arguments(plan, 5) == Strings{"__wall-check", "--report-fd", "5", "--empty", "/home", "--env", "A",
+                                                 "--env", "B", "--", "claude", "-p", "--", "literal --env"});
+  // No values of the environment are passed on the command line.
+  plan.env = {{"TOKEN", "sk-secret"}};
+  const Strings args = wall_check_arguments(plan, 5);
+  CHECK(count(args, "sk-secret") == 0);
+}
+
+TEST_CASE("bwrap_arguments needs a source for every bind") {
+  auto f = sample();
+  f.sources.resize(3);  // shorter than the mounts: the /mullet/work bind has none
+  CHECK_THROWS_AS(bwrap_arguments(f.plan, f.sources, 7), std::out_of_range);
+}

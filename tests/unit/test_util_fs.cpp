@@ -1,0 +1,374 @@
+#include <doctest/doctest.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "util/error.hpp"
+#include "util/fs.hpp"
+
+namespace fs = std::filesystem;
+using mullet::Error;
+using mullet::ExitCode;
+using mullet::UniqueFd;
+using mullet::util::disk_usage;
+using mullet::util::open_path_no_symlinks;
+using mullet::util::open_path_no_symlinks_raw;
+using mullet::util::read_file;
+using mullet::util::remove_tree;
+using mullet::util::write_file_atomic;
+
+namespace {
+
+constexpr uid_t nobody = 65534;
+
+// A fresh directory under /tmp (by its real path), removed afterwards whatever
+// the test left in it.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = "/tmp/mullet-unit-XXXXXX";
+    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+    m_path = fs::canonical(pattern).string();
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ignored;
+    if (!fs::exists(fs::symlink_status(m_path, ignored))) return;
+    for (auto it = fs::recursive_directory_iterator(m_path, ignored); it != fs::recursive_directory_iterator();
+         it.increment(ignored)) {
+      if (!it->is_symlink(ignored)) fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ignored);
+    }
+    fs::remove_all(m_path, ignored);
+  }
+  const std::string& path() const { return m_path; }
+  std::string operator/(const std::string& name) const { return m_path + "/" + name; }
+
+ private:
+  std::string m_path;
+};
+
+void make_file(const std::string& path, const std::string& content = "x") {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  REQUIRE(fd >= 0);
+  REQUIRE(::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()));
+  ::close(fd);
+}
+
+bool exists_no_follow(const std::string& path) {
+  struct stat info {};
+  return ::lstat(path.c_str(), &info) == 0;
+}
+
+ino_t inode_of(const std::string& path) {
+  struct stat info {};
+  REQUIRE(::stat(path.c_str(), &info) == 0);
+  return info.st_ino;
+}
+
+ino_t inode_of_fd(int fd) {
+  struct stat info {};
+  REQUIRE(::fstat(fd, &info) == 0);
+  return info.st_ino;
+}
+
+// Expects open_path_no_symlinks to refuse `path` with a message holding `part`.
+void expect_refused(const std::string& path, const std::string& part) {
+  INFO("path: " << path);
+  try {
+    const UniqueFd fd = open_path_no_symlinks(path);
+    FAIL("opened, fd " << fd.get());
+  } catch (const Error& error) {
+    CHECK(error.code() == ExitCode::refused);
+    INFO("message: " << error.what());
+    CHECK(std::string(error.what()).find(part) != std::string::npos);
+  }
+}
+
+// Runs `body` as an unprivileged user, so permission bits apply even when the
+// tests run as root; returns body's result (or 99 when it threw).
+int run_unprivileged(const std::string& dir, const std::function<int()>& body) {
+  auto guarded = [&]() {
+    try {
+      return body();
+    } catch (...) {
+      return 99;
+    }
+  };
+  if (::geteuid() != 0) return guarded();
+  REQUIRE(::chown(dir.c_str(), nobody, nobody) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    if (::setgroups(0, nullptr) != 0 || ::setgid(nobody) != 0 || ::setuid(nobody) != 0) ::_exit(98);
+    ::_exit(guarded());
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+}  // namespace
+
+TEST_CASE("open_path_no_symlinks opens a real path") {
+  TempDir dir;
+  fs::create_directories(dir / "a/b");
+  make_file(dir / "a/b/file");
+  const UniqueFd fd = open_path_no_symlinks(dir / "a/b/file");
+  REQUIRE(fd);
+  CHECK(inode_of_fd(fd.get()) == inode_of(dir / "a/b/file"));
+  // An O_PATH descriptor: good for binding, not for reading.
+  CHECK((::fcntl(fd.get(), F_GETFL) & O_PATH) == O_PATH);
+  CHECK((::fcntl(fd.get(), F_GETFD) & FD_CLOEXEC) == FD_CLOEXEC);
+
+  const UniqueFd dir_fd = open_path_no_symlinks(dir / "a/b");
+  CHECK(inode_of_fd(dir_fd.get()) == inode_of(dir / "a/b"));
+  // Doubled and trailing slashes and "." are harmless.
+  const UniqueFd odd = open_path_no_symlinks(dir.path() + "//a/./b/");
+  CHECK(inode_of_fd(odd.get()) == inode_of(dir / "a/b"));
+  const UniqueFd root = open_path_no_symlinks("/");
+  CHECK(inode_of_fd(root.get()) == inode_of("/"));
+}
+
+TEST_CASE("open_path_no_symlinks refuses a symlink anywhere in the path") {
+  TempDir dir;
+  fs::create_directories(dir / "real/sub");
+  make_file(dir / "real/sub/file");
+  fs::create_directory_symlink(dir / "real", dir / "link");
+  fs::create_symlink(dir / "real/sub/file", dir / "real/sub/file-link");
+  fs::create_symlink("sub", dir / "real/relative-link");
+  fs::create_symlink(dir / "nowhere", dir / "dangling");
+
+  SUBCASE("a directory component") {
+    expect_refused(dir / "link/sub/file", "has a symlink at " + (dir / "link"));
+  }
+  SUBCASE("the last component") {
+    expect_refused(dir / "real/sub/file-link", "has a symlink at " + (dir / "real/sub/file-link"));
+  }
+  SUBCASE("a relative link") {
+    expect_refused(dir / "real/relative-link/file", "relative-link");
+  }
+  SUBCASE("a dangling link") {
+    expect_refused(dir / "dangling", "has a symlink at " + (dir / "dangling"));
+  }
+  SUBCASE("a link to a directory as the last component") {
+    expect_refused(dir / "link", "symlink");
+  }
+}
+
+TEST_CASE("open_path_no_symlinks refuses what is not a plain absolute path") {
+  TempDir dir;
+  fs::create_directories(dir / "a");
+  expect_refused(dir / "missing/file", "does not exist: " + (dir / "missing"));
+  expect_refused(dir / "a/missing", "does not exist");
+  expect_refused("relative/path", "not an absolute path");
+  expect_refused("", "not an absolute path");
+  expect_refused(dir / "a/../a", "'..'");
+}
+
+TEST_CASE("open_path_no_symlinks_raw: the same walk without exceptions") {
+  TempDir dir;
+  fs::create_directories(dir / "real/sub");
+  make_file(dir / "real/sub/file");
+  fs::create_directory_symlink(dir / "real", dir / "link");
+  fs::create_symlink(dir / "real/sub/file", dir / "real/sub/file-link");
+
+  SUBCASE("a real path") {
+    const UniqueFd fd(open_path_no_symlinks_raw(dir / "real/sub/file"));
+    REQUIRE(fd);
+    CHECK(inode_of_fd(fd.get()) == inode_of(dir / "real/sub/file"));
+    const UniqueFd trailing(open_path_no_symlinks_raw(dir / "real/sub/"));
+    REQUIRE(trailing);
+    CHECK(inode_of_fd(trailing.get()) == inode_of(dir / "real/sub"));
+  }
+  SUBCASE("a symlink component") {
+    errno = 0;
+    CHECK(open_path_no_symlinks_raw(dir / "link/sub/file") == -1);
+    CHECK(errno == ELOOP);
+  }
+  SUBCASE("a symlink as the last component") {
+    errno = 0;
+    CHECK(open_path_no_symlinks_raw(dir / "real/sub/file-link") == -1);
+    CHECK(errno == ELOOP);
+  }
+  SUBCASE("missing") {
+    errno = 0;
+    CHECK(open_path_no_symlinks_raw(dir / "real/missing/file") == -1);
+    CHECK(errno == ENOENT);
+  }
+  SUBCASE("relative or with ..") {
+    errno = 0;
+    CHECK(open_path_no_symlinks_raw("real/sub") == -1);
+    CHECK(errno == EINVAL);
+    errno = 0;
+    CHECK(open_path_no_symlinks_raw("") == -1);
+    CHECK(errno == EINVAL);
+    errno = 0;
+    CHECK(open_path_no_symlinks_raw(dir / "real/../link") == -1);
+    CHECK(errno == EINVAL);
+  }
+}
+
+TEST_CASE("open_path_no_symlinks_raw leaks no descriptor on any path") {
+  TempDir dir;
+  fs::create_directories(dir / "real/sub");
+  fs::create_directory_symlink(dir / "real", dir / "link");
+  const int probe_before = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  REQUIRE(probe_before >= 0);
+  ::close(probe_before);
+  for (int i = 0; i < 20; ++i) {
+    CHECK(open_path_no_symlinks_raw(dir / "link/sub") == -1);
+    CHECK(open_path_no_symlinks_raw(dir / "real/missing") == -1);
+    CHECK(open_path_no_symlinks_raw(dir / "real/../real") == -1);
+    ::close(open_path_no_symlinks_raw(dir / "real/sub"));
+  }
+  // The lowest free descriptor is still the same one.
+  const int probe_after = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  CHECK(probe_after == probe_before);
+  ::close(probe_after);
+}
+
+TEST_CASE("remove_tree removes a tree with an unreadable directory and keeps symlink targets") {
+  TempDir outside;
+  fs::create_directories(outside / "keep/inner");
+  make_file(outside / "keep/inner/precious", "precious");
+  make_file(outside / "lone-file", "lone");
+
+  TempDir base;
+  const std::string tree = base / "tree";
+  fs::create_directories(tree + "/locked/deeper/deepest");
+  fs::create_directories(tree + "/readonly");
+  make_file(tree + "/top");
+  make_file(tree + "/locked/secret");
+  make_file(tree + "/locked/deeper/deepest/x");
+  make_file(tree + "/readonly/file");
+  fs::create_directory_symlink(outside / "keep", tree + "/link-to-dir");
+  fs::create_symlink(outside / "lone-file", tree + "/link-to-file");
+  fs::create_directory_symlink(outside / "keep", tree + "/locked/deeper/escape");
+  if (::geteuid() == 0) {
+    // The child below runs as nobody: it must own what a worker would have made.
+    for (const auto& entry : fs::recursive_directory_iterator(tree)) {
+      REQUIRE(::lchown(entry.path().c_str(), nobody, nobody) == 0);
+    }
+    REQUIRE(::chown(tree.c_str(), nobody, nobody) == 0);
+  }
+  REQUIRE(::chmod((tree + "/locked/deeper/deepest").c_str(), 0) == 0);
+  REQUIRE(::chmod((tree + "/locked/deeper").c_str(), 0) == 0);
+  REQUIRE(::chmod((tree + "/locked").c_str(), 0) == 0);
+  REQUIRE(::chmod((tree + "/readonly").c_str(), 0500) == 0);
+
+  const int result = run_unprivileged(base.path(), [&]() {
+    remove_tree(tree);
+    return exists_no_follow(tree) ? 1 : 0;
+  });
+  CHECK(result == 0);
+  CHECK_FALSE(exists_no_follow(tree));
+  // The symlinks were removed, not followed.
+  CHECK(read_file(outside / "keep/inner/precious") == "precious");
+  CHECK(read_file(outside / "lone-file") == "lone");
+  CHECK(fs::is_directory(outside / "keep/inner"));
+}
+
+TEST_CASE("remove_tree on a file, a symlink and a missing path") {
+  TempDir dir;
+  make_file(dir / "file");
+  fs::create_directories(dir / "target");
+  make_file(dir / "target/kept");
+  fs::create_directory_symlink(dir / "target", dir / "link");
+
+  remove_tree(dir / "file");
+  CHECK_FALSE(exists_no_follow(dir / "file"));
+  // A symlink given as the tree itself is removed, its target left alone.
+  remove_tree(dir / "link");
+  CHECK_FALSE(exists_no_follow(dir / "link"));
+  CHECK(exists_no_follow(dir / "target/kept"));
+  CHECK_NOTHROW(remove_tree(dir / "missing"));
+  CHECK_NOTHROW(remove_tree(dir / "missing/deeper"));
+}
+
+TEST_CASE("write_file_atomic writes the whole file with the mode asked for") {
+  TempDir dir;
+  const mode_t old_umask = ::umask(022);
+  const std::string path = dir / "config.json";
+
+  write_file_atomic(path, "first\n", 0600);
+  CHECK(read_file(path) == "first\n");
+  struct stat info {};
+  REQUIRE(::stat(path.c_str(), &info) == 0);
+  CHECK((info.st_mode & 07777) == 0600);
+
+  // Replacing gives a new file (rename), not a rewrite in place.
+  const ino_t before = inode_of(path);
+  const std::string big(200000, 'z');
+  write_file_atomic(path, big);
+  CHECK(read_file(path) == big);
+  CHECK(inode_of(path) != before);
+
+  write_file_atomic(path, "");
+  CHECK(read_file(path).empty());
+
+  // No temporary file is left beside it.
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir.path())) names.push_back(entry.path().filename().string());
+  CHECK(names == std::vector<std::string>{"config.json"});
+  ::umask(old_umask);
+}
+
+TEST_CASE("write_file_atomic replaces a symlink instead of writing through it") {
+  TempDir dir;
+  make_file(dir / "target", "original");
+  fs::create_symlink(dir / "target", dir / "link");
+  write_file_atomic(dir / "link", "new");
+  CHECK(read_file(dir / "target") == "original");
+  CHECK_FALSE(fs::is_symlink(dir / "link"));
+  CHECK(read_file(dir / "link") == "new");
+}
+
+TEST_CASE("write_file_atomic fails cleanly") {
+  TempDir dir;
+  try {
+    write_file_atomic(dir / "missing/file", "x");
+    FAIL("no exception");
+  } catch (const Error& error) {
+    CHECK(std::string(error.what()).find(dir / "missing/file") != std::string::npos);
+  }
+  // Renaming onto a directory fails; the temporary file is cleaned up.
+  fs::create_directories(dir / "occupied/child");
+  CHECK_THROWS_AS(write_file_atomic(dir / "occupied", "x"), Error);
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir.path())) names.push_back(entry.path().filename().string());
+  CHECK(names == std::vector<std::string>{"occupied"});
+}
+
+TEST_CASE("disk_usage counts allocated bytes without following symlinks") {
+  TempDir outside;
+  make_file(outside / "huge", std::string(4U << 20U, 'h'));
+  TempDir dir;
+  fs::create_directories(dir / "a/b");
+  make_file(dir / "a/one", std::string(1U << 20U, '1'));
+  make_file(dir / "a/b/two", std::string(1U << 20U, '2'));
+  fs::create_symlink(outside / "huge", dir / "a/link-to-huge");
+  fs::create_directory_symlink(outside.path(), dir / "a/b/link-to-outside");
+
+  const std::uint64_t total = disk_usage(dir.path());
+  CHECK(total >= 2U << 20U);
+  CHECK(total < 4U << 20U);  // the 4 MiB behind the symlinks is not counted
+  // Stopping early gives less than the whole, but more than the limit.
+  const std::uint64_t early = disk_usage(dir.path(), 1);
+  CHECK(early > 1);
+  CHECK(early < total);
+  CHECK(disk_usage(dir / "missing") == 0);
+  CHECK(disk_usage(dir / "a/link-to-huge") == 0);
+}
