@@ -20,6 +20,7 @@ struct RunOptions {
   std::string executor;
   std::string command;
   std::string title;
+  std::string setup;
   bool json = false;
   bool dry_run = false;
   bool quiet = false;
@@ -50,14 +51,17 @@ int run(const RunOptions& options) {
     if (options.executor.empty()) config.set_from_flag("run.executor", std::string("command"), "--command");
   }
   if (!options.executor.empty()) config.set_from_flag("run.executor", options.executor, "--executor");
+  if (!options.setup.empty()) config.set_from_flag("run.setup", options.setup, "--setup");
 
   if (options.dry_run) {
-    const auto plan = jobs::worker_plan(repo, config, "NEW-JOB", prompt);
+    const auto plans = jobs::job_plans(repo, config, "NEW-JOB", prompt);
     if (options.json) {
-      std::cout << nlohmann::json{{"base", git::oid_to_string(base)}, {"phases", {sandbox::to_json(plan)}}}.dump(2)
-                << "\n";
+      nlohmann::json phases = nlohmann::json::array();
+      for (const auto& plan : plans) phases.push_back(sandbox::to_json(plan));
+      std::cout << nlohmann::json{{"base", git::oid_to_string(base)}, {"phases", phases}}.dump(2) << "\n";
     } else {
-      std::cout << "base " << git::oid_to_string(base) << "\n" << sandbox::describe(plan);
+      std::cout << "base " << git::oid_to_string(base) << "\n";
+      for (const auto& plan : plans) std::cout << sandbox::describe(plan);
     }
     return 0;
   }
@@ -99,6 +103,7 @@ void add_run_command(CLI::App& app, Action& chosen) {
   sub->add_option("--executor", options->executor, "Worker: claude (default) or command");
   sub->add_option("--command", options->command, "Shell command for the command executor (implies it)");
   sub->add_option("--title", options->title, "A title for the job (default: the task's first line)");
+  sub->add_option("--setup", options->setup, "Shell command run in the clone before the worker, with the setup grants");
   sub->add_flag("--json", options->json, "Print the job record as one JSON object");
   sub->add_flag("--dry-run", options->dry_run, "Print each phase's sandbox plan and run nothing");
   sub->add_flag("-q,--quiet", options->quiet, "Do not echo the worker's output");

@@ -28,6 +28,11 @@ const std::vector<KeySpec>& schema() {
   static const std::vector<KeySpec> keys = {
       {"run.executor", Kind::string, RepoRule::user_only, std::string("claude"), "worker: claude or command"},
       {"run.command", Kind::string, RepoRule::user_only, std::string(), "shell command for the command executor"},
+      {"run.setup", Kind::string, RepoRule::free, std::string(),
+       "shell command run once in the clone before the worker, with the setup grants"},
+      {"run.dependency_dirs", Kind::list, RepoRule::free,
+       std::vector<std::string>{"node_modules", "vendor", ".venv", "target", "build"},
+       "top-level directories that setup fills: read-only afterwards, never in the result"},
       {"sandbox.env", Kind::list, RepoRule::narrow_list, std::vector<std::string>{},
        "extra environment variable names let into sandboxes"},
       {"sandbox.uid", Kind::integer, RepoRule::user_only, std::int64_t{65534},

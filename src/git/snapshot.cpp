@@ -112,6 +112,17 @@ class Walker {
     }
   }
 
+  // What the base commit has at top-level `name`, as it was.
+  std::optional<std::pair<git_oid, git_filemode_t>> base_entry(const std::string& name) const {
+    if (!m_options.base_tree) return std::nullopt;
+    git_tree* raw = nullptr;
+    if (git_tree_lookup(&raw, m_user_repo.get(), &*m_options.base_tree) < 0) return std::nullopt;
+    TreePtr tree(raw);
+    const git_tree_entry* entry = git_tree_entry_byname(tree.get(), name.c_str());
+    if (entry == nullptr) return std::nullopt;
+    return std::make_pair(*git_tree_entry_id(entry), git_tree_entry_filemode(entry));
+  }
+
   TreeBuilderPtr new_builder() {
     git_treebuilder* raw = nullptr;
     check(git_treebuilder_new(&raw, m_user_repo.get(), nullptr), "cannot build a tree");
@@ -152,7 +163,7 @@ class Walker {
     if (path.find('/') == std::string::npos &&
         std::find(m_options.excluded_top_level_dirs.begin(), m_options.excluded_top_level_dirs.end(), name) !=
             m_options.excluded_top_level_dirs.end()) {
-      return std::nullopt;
+      return base_entry(name);
     }
     if (!has_tracked && ignore_safe && ignored(path + "/")) return std::nullopt;
     UniqueFd child(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@ struct SnapshotOptions {
   // Top-level directories never recorded (dependency directories); what the
   // base had there is kept as it was.
   std::vector<std::string> excluded_top_level_dirs;
+  // The base commit's tree, where excluded directories are taken from.
+  std::optional<git_oid> base_tree;
 };
 
 struct Snapshot {

@@ -59,7 +59,9 @@ nlohmann::json to_json(const JobRecord& record) {
                       {"exit_code", phase.exit_code},
                       {"ended_by", text(phase.ended_by)},
                       {"duration_ms", phase.duration_ms},
-                      {"output_tail", text(phase.output_tail)}});
+                      {"output_tail", text(phase.output_tail)},
+                      {"grants", phase.grants},
+                      {"network", phase.network}});
   }
   std::vector<std::string> warnings;
   for (const auto& warning : record.snapshot_warnings) warnings.push_back(text(warning));
@@ -114,6 +116,14 @@ JobRecord record_from_json(const nlohmann::json& json) {
       phase.ended_by = string_or_empty(item, "ended_by");
       phase.duration_ms = integer_or(item, "duration_ms", std::int64_t{0});
       phase.output_tail = string_or_empty(item, "output_tail");
+      if (const auto grants = item.find("grants"); grants != item.end() && grants->is_array()) {
+        for (const auto& grant : *grants) {
+          if (grant.is_string()) phase.grants.push_back(grant.get<std::string>());
+        }
+      }
+      if (const auto network = item.find("network"); network != item.end() && network->is_array()) {
+        phase.network = *network;
+      }
       record.phases.push_back(phase);
     }
   }

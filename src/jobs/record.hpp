@@ -23,6 +23,8 @@ struct PhaseRecord {
   std::string ended_by;           // exit, signal, timeout, inactivity, refused, ...
   std::int64_t duration_ms = 0;
   std::string output_tail;        // the last part of its output
+  std::vector<std::string> grants;  // network destinations it was granted
+  nlohmann::json network = nlohmann::json::array();  // the egress proxy's decisions
 };
 
 struct ExecutorRecord {

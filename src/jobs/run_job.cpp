@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "executors/executor.hpp"
@@ -15,6 +16,7 @@
 #include "jobs/store.hpp"
 #include "sandbox/host.hpp"
 #include "sandbox/policy.hpp"
+#include "sandbox/proxy.hpp"
 #include "sandbox/runner.hpp"
 #include "util/clock.hpp"
 #include "util/fd.hpp"
@@ -27,10 +29,20 @@ namespace {
 constexpr std::size_t log_kept_bytes = 8U << 20U;
 constexpr std::size_t phase_tail_bytes = 4096;
 
+// What one phase runs, before it becomes a sandbox plan.
+struct PhaseSpec {
+  std::string name;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::vector<sandbox::Mount> mounts;
+  std::string stdin_data;
+  std::vector<std::string> grants;
+};
+
 sandbox::Plan plan_for(const git::Repository& repo, const config::Config& config, const JobPaths& paths,
-                       const executors::WorkerSpec& spec) {
+                       const PhaseSpec& phase, const std::string& proxy_socket) {
   sandbox::PolicyInputs in;
-  in.phase = "worker";
+  in.phase = phase.name;
   in.work_tree = paths.work_tree;
   in.clone_git_dir = paths.git_dir;
   in.objects_dir = util::real_path(repo.objects_dir());
@@ -40,12 +52,14 @@ sandbox::Plan plan_for(const git::Repository& repo, const config::Config& config
   in.root_entries = sandbox::scan_host_root();
   in.host_env = sandbox::current_environment();
   in.extra_env_names = config.list("sandbox.env");
-  in.executor_env = spec.env;
-  in.executor_mounts = spec.mounts;
-  in.command = spec.command;
-  in.limits = {config.integer("limits.timeout"), config.integer("limits.inactivity"), config.integer("limits.memory_mb"),
-               config.integer("limits.processes"), config.integer("limits.disk_mb")};
-  in.feeds_stdin = true;
+  in.executor_env = phase.env;
+  in.executor_mounts = phase.mounts;
+  in.command = phase.command;
+  in.limits = {config.integer("limits.timeout"),   config.integer("limits.inactivity"),
+               config.integer("limits.memory_mb"), config.integer("limits.processes"),
+               config.integer("limits.disk_mb")};
+  in.network = {phase.grants, proxy_socket};
+  in.feeds_stdin = !phase.stdin_data.empty();
   if (::geteuid() == 0) {
     in.host_uid = static_cast<uid_t>(config.integer("sandbox.uid"));
     in.host_gid = static_cast<gid_t>(config.integer("sandbox.uid"));
@@ -53,10 +67,107 @@ sandbox::Plan plan_for(const git::Repository& repo, const config::Config& config
   return sandbox::build_plan(in);
 }
 
+PhaseSpec setup_phase(const config::Config& config) {
+  return {"setup", {"/bin/sh", "-c", config.string("run.setup")}, {}, {}, {}, config.list("network.setup")};
+}
+
+PhaseSpec worker_phase(const config::Config& config, const executors::WorkerSpec& spec) {
+  return {"worker", spec.command, spec.env, spec.mounts, spec.stdin_data, config.list("network.worker")};
+}
+
+// Dependency directories setup created: read-only for every later phase.
+std::vector<sandbox::Mount> read_only_mounts(const JobPaths& paths, const std::vector<std::string>& dirs) {
+  std::vector<sandbox::Mount> mounts;
+  for (const auto& dir : dirs) {
+    mounts.push_back({sandbox::MountKind::read_only_bind, paths.work_tree + "/" + dir,
+                      std::string(sandbox::inside::work_tree) + "/" + dir});
+  }
+  return mounts;
+}
+
+std::vector<std::string> existing_top_level_dirs(const JobPaths& paths, const std::vector<std::string>& names) {
+  std::vector<std::string> found;
+  for (const auto& name : names) {
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == ".." || name == ".git") continue;
+    if (util::is_directory(paths.work_tree + "/" + name)) found.push_back(name);
+  }
+  return found;
+}
+
 std::string snapshot_message(const JobRecord& record) {
   return (record.title.empty() ? "git-mullet job " + record.id : record.title) + "\n\nMade by git-mullet job " +
          record.id + " (executor: " + record.executor.name + ").\n\nMullet-Job: " + record.id + "\n";
 }
+
+// Runs phases of one job: their output goes to the job's log (and our
+// stderr), each gets its own egress proxy when it has grants.
+class PhaseRunner {
+ public:
+  PhaseRunner(const git::Repository& repo, const config::Config& config, const JobPaths& paths, bool echo)
+      : m_repo(repo), m_config(config), m_paths(paths), m_echo(echo) {
+    m_log_fd.reset(::open(paths.worker_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!m_log_fd) throw failure("cannot write " + paths.worker_log + ": " + util::errno_text(errno));
+  }
+
+  std::pair<sandbox::RunResult, PhaseRecord> run(const PhaseSpec& phase) {
+    std::unique_ptr<sandbox::EgressProxy> proxy;
+    std::string proxy_dir;
+    std::string socket;
+    if (!phase.grants.empty()) {
+      // A short path of our own: unix socket paths are limited to 107 bytes.
+      proxy_dir = util::make_temp_dir("/tmp", "mullet-proxy-");
+      socket = proxy_dir + "/proxy.sock";
+      proxy = std::make_unique<sandbox::EgressProxy>(phase.grants, socket);
+      proxy->start();
+    }
+    const sandbox::Plan plan = plan_for(m_repo, m_config, m_paths, phase, socket);
+    std::string output;
+    sandbox::RunIo io;
+    io.stdin_data = phase.stdin_data;
+    io.on_output = [&](std::string_view chunk) {
+      [[maybe_unused]] auto ignored = ::write(m_log_fd.get(), chunk.data(), chunk.size());
+      output.append(chunk);
+      if (output.size() > 2 * log_kept_bytes) output = util::tail(output, log_kept_bytes);
+      if (m_echo) std::cerr.write(chunk.data(), static_cast<std::streamsize>(chunk.size())).flush();
+    };
+    auto cleanup = [&] {
+      if (proxy) proxy->stop();
+      if (!proxy_dir.empty()) util::remove_tree(proxy_dir);
+    };
+    sandbox::RunResult result;
+    try {
+      result = sandbox::run_sandboxed(plan, io);
+    } catch (...) {
+      cleanup();
+      throw;
+    }
+    PhaseRecord record{phase.name,  plan.command, result.status.code, result.ended_by, result.duration_ms,
+                       util::tail(output, phase_tail_bytes), phase.grants, nlohmann::json::array()};
+    if (proxy) {
+      proxy->stop();
+      record.network = proxy->decisions_json();
+    }
+    cleanup();
+    m_log += output;
+    if (m_log.size() > 2 * log_kept_bytes) m_log = util::tail(m_log, log_kept_bytes);
+    m_last_output = std::move(output);
+    return {result, record};
+  }
+
+  const std::string& log() const { return m_log; }
+  const std::string& last_output() const { return m_last_output; }
+
+ private:
+  const git::Repository& m_repo;
+  const config::Config& m_config;
+  const JobPaths& m_paths;
+  bool m_echo;
+  UniqueFd m_log_fd;
+  std::string m_log;
+  std::string m_last_output;
+};
+
+bool ended_normally(const sandbox::RunResult& run) { return run.ended_by == "exit" || run.ended_by == "signal"; }
 
 }  // namespace
 
@@ -73,11 +184,20 @@ int exit_code_for(JobState state) {
   return static_cast<int>(ExitCode::job_failed);
 }
 
-sandbox::Plan worker_plan(const git::Repository& repo, const config::Config& config, const std::string& job_id,
-                          const std::string& prompt) {
+std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::Config& config,
+                                     const std::string& job_id, const std::string& prompt) {
   const auto executor = executors::make_executor(config.string("run.executor"));
   const auto spec = executor->prepare({prompt, config});
-  return plan_for(repo, config, job_paths(repo, job_id), spec);
+  const JobPaths paths = job_paths(repo, job_id);
+  const std::string socket_placeholder = "/tmp/mullet-proxy-XXXXXX/proxy.sock";
+  std::vector<sandbox::Plan> plans;
+  if (!config.string("run.setup").empty()) {
+    const auto setup = setup_phase(config);
+    plans.push_back(plan_for(repo, config, paths, setup, setup.grants.empty() ? "" : socket_placeholder));
+  }
+  const auto worker = worker_phase(config, spec);
+  plans.push_back(plan_for(repo, config, paths, worker, worker.grants.empty() ? "" : socket_placeholder));
+  return plans;
 }
 
 RunOutcome run_job(const git::Repository& repo, const config::Config& config, const RunRequest& request) {
@@ -96,56 +216,69 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
   record.executor = spec.record;
   record.created_at = util::now_utc();
   record.runner = current_runner();
-  git_oid current = store.create(record);
+  store.create(record);
 
   const JobPaths paths = job_paths(repo, record.id);
-  std::string kept_log;
+  std::string log;
   std::string hint;
   try {
-    util::make_dirs(util::real_path(repo.common_dir()) + "/mullet/jobs", 0700);
-    util::make_dirs(paths.root, 0700);
+    util::make_dirs(jobs_directory(repo), 0711);
+    util::make_dirs(paths.root, 0711);
     git::create_private_clone(repo, request.base, {paths.git_dir, paths.work_tree}, sandbox::inside::git_dir);
     util::make_dirs(paths.home, 0700);
-    const sandbox::Plan plan = plan_for(repo, config, paths, spec);
-    if (plan.host_uid) {
-      util::chown_tree(paths.work_tree, *plan.host_uid, *plan.host_gid);
-      util::chown_tree(paths.home, *plan.host_uid, *plan.host_gid);
+    if (::geteuid() == 0) {
+      const auto uid = static_cast<uid_t>(config.integer("sandbox.uid"));
+      util::chown_tree(paths.work_tree, uid, uid);
+      util::chown_tree(paths.home, uid, uid);
+    }
+    PhaseRunner phases(repo, config, paths, request.show_worker_output);
+
+    std::vector<std::string> dependency_dirs;
+    bool setup_ok = true;
+    if (!config.string("run.setup").empty()) {
+      const auto before = existing_top_level_dirs(paths, config.list("run.dependency_dirs"));
+      const auto [run, phase] = phases.run(setup_phase(config));
+      record.phases.push_back(phase);
+      for (const auto& dir : existing_top_level_dirs(paths, config.list("run.dependency_dirs"))) {
+        if (std::find(before.begin(), before.end(), dir) == before.end()) dependency_dirs.push_back(dir);
+      }
+      setup_ok = ended_normally(run) && run.status.success();
+      if (!setup_ok) {
+        record.state = run.ended_by == "cancelled" ? JobState::cancelled : JobState::failed;
+        record.error = "the setup phase failed (" + (ended_normally(run) ? run.status.describe() : run.ended_by) + ")";
+      }
     }
 
-    UniqueFd log_fd(::open(paths.worker_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!log_fd) throw failure("cannot write " + paths.worker_log + ": " + util::errno_text(errno));
-    sandbox::RunIo io;
-    io.stdin_data = spec.stdin_data;
-    io.on_output = [&](std::string_view chunk) {
-      [[maybe_unused]] auto ignored = ::write(log_fd.get(), chunk.data(), chunk.size());
-      kept_log.append(chunk);
-      if (kept_log.size() > 2 * log_kept_bytes) kept_log = util::tail(kept_log, log_kept_bytes);
-      if (request.show_worker_output) std::cerr.write(chunk.data(), static_cast<std::streamsize>(chunk.size())).flush();
-    };
-    const sandbox::RunResult run = sandbox::run_sandboxed(plan, io);
-    record.phases.push_back(PhaseRecord{"worker", plan.command, run.status.code, run.ended_by, run.duration_ms,
-                                        util::tail(kept_log, phase_tail_bytes)});
-    const auto outcome = executor->interpret(run, kept_log);
+    if (setup_ok) {
+      PhaseSpec worker = worker_phase(config, spec);
+      for (auto& mount : read_only_mounts(paths, dependency_dirs)) worker.mounts.push_back(mount);
+      const auto [run, phase] = phases.run(worker);
+      record.phases.push_back(phase);
+      const auto outcome = executor->interpret(run, phases.last_output());
 
-    const git::Snapshot snapshot = git::take_snapshot(repo, {paths.git_dir, paths.work_tree}, {});
-    record.snapshot_warnings = snapshot.warnings;
-    const git_oid base_tree = repo.tree_of(request.base);
-    const bool changed = git_oid_cmp(&snapshot.tree, &base_tree) != 0;
-    if (changed) {
-      record.result = git::oid_to_string(git::commit_snapshot(repo, snapshot.tree, request.base, snapshot_message(record)));
+      const git::Snapshot snapshot =
+          git::take_snapshot(repo, {paths.git_dir, paths.work_tree}, {dependency_dirs, repo.tree_of(request.base)});
+      record.snapshot_warnings = snapshot.warnings;
+      const git_oid base_tree = repo.tree_of(request.base);
+      const bool changed = git_oid_cmp(&snapshot.tree, &base_tree) != 0;
+      if (changed) {
+        record.result =
+            git::oid_to_string(git::commit_snapshot(repo, snapshot.tree, request.base, snapshot_message(record)));
+      }
+      if (run.ended_by == "cancelled") {
+        record.state = JobState::cancelled;
+        record.error = "cancelled by signal";
+      } else if (run.ended_by == "refused") {
+        record.state = JobState::refused;
+        record.error = "the wall check inside the sandbox failed";
+      } else if (!outcome.success) {
+        record.state = JobState::failed;
+        record.error = outcome.error;
+      } else {
+        record.state = changed ? JobState::succeeded : JobState::no_changes;
+      }
     }
-    if (run.ended_by == "cancelled") {
-      record.state = JobState::cancelled;
-      record.error = "cancelled by signal";
-    } else if (run.ended_by == "refused") {
-      record.state = JobState::refused;
-      record.error = "the wall check inside the sandbox failed";
-    } else if (!outcome.success) {
-      record.state = JobState::failed;
-      record.error = outcome.error;
-    } else {
-      record.state = changed ? JobState::succeeded : JobState::no_changes;
-    }
+    log = phases.log();
   } catch (const Error& error) {
     record.state = error.code() == ExitCode::refused ? JobState::refused : JobState::failed;
     record.error = error.what();
@@ -154,12 +287,12 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
     record.state = JobState::failed;
     record.error = std::string("internal error: ") + error.what();
   }
+  if (log.empty()) log = util::read_file_if_exists(paths.worker_log).value_or("");
   record.finished_at = util::now_utc();
   std::map<std::string, std::string> files;
-  files["worker.log"] = util::tail(kept_log, log_kept_bytes);
+  files["worker.log"] = util::tail(log, log_kept_bytes);
   const auto finished = store.update(
       record.id, [&](JobRecord& stored) { stored = record; }, files);
-  (void)current;
   return RunOutcome{finished.record, static_cast<ExitCode>(exit_code_for(finished.record.state)), hint};
 }
 

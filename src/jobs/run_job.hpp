@@ -4,6 +4,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "config/config.hpp"
 #include "git/repository.hpp"
@@ -25,9 +26,9 @@ struct RunOutcome {
   std::string hint;  // what the user can do about record.error
 };
 
-// The worker phase's plan for a job in `paths`, as `run` would build it.
-sandbox::Plan worker_plan(const git::Repository& repo, const config::Config& config, const std::string& job_id,
-                          const std::string& prompt);
+// Each phase's sandbox plan for a job, as `run` would build it (for --dry-run).
+std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::Config& config,
+                                     const std::string& job_id, const std::string& prompt);
 
 // Runs the job. Bad input and an unavailable sandbox are thrown before any
 // job exists; anything after that is recorded in the job and returned.

@@ -32,6 +32,10 @@ std::vector<std::string> wall_check_arguments(const Plan& plan, int report_fd) {
     args.push_back("--env");
     args.push_back(name);
   }
+  if (!plan.network.grants.empty() && !plan.network.proxy_socket.empty()) {
+    args.push_back("--bridge");
+    args.push_back(std::to_string(inside::proxy_port) + ":" + inside::proxy_socket);
+  }
   args.push_back("--");
   args.insert(args.end(), plan.command.begin(), plan.command.end());
   return args;

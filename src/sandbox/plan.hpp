@@ -25,6 +25,8 @@ inline constexpr const char* objects = "/mullet/objects";
 inline constexpr const char* home = "/mullet/home";
 inline constexpr const char* helper = "/mullet/bin/git-mullet";
 inline constexpr const char* path = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
+inline constexpr const char* proxy_socket = "/mullet/proxy.sock";
+inline constexpr int proxy_port = 3128;
 }  // namespace inside
 
 enum class MountKind {
@@ -58,6 +60,8 @@ struct Network {
   // host:port destinations this phase may reach through the egress proxy.
   // Empty: no network at all (the sandbox has only loopback).
   std::vector<std::string> grants;
+  // The egress proxy's unix socket on the host (empty without grants).
+  std::string proxy_socket;
 };
 
 struct Plan {

@@ -84,6 +84,10 @@ Plan build_plan(const PolicyInputs& in) {
   plan.mounts.push_back({MountKind::writable_bind, in.home_dir, inside::home});
   plan.mounts.push_back({MountKind::read_only_bind, in.helper_binary, inside::helper});
   for (const auto& mount : in.executor_mounts) plan.mounts.push_back(mount);
+  // The way out, when there is one: the egress proxy's socket, which the
+  // wall check's bridge serves as 127.0.0.1:<proxy_port>.
+  const bool has_network = !in.network.grants.empty() && !in.network.proxy_socket.empty();
+  if (has_network) plan.mounts.push_back({MountKind::read_only_bind, in.network.proxy_socket, inside::proxy_socket});
 
   // Sockets our environment names, wherever they live, are never reachable.
   for (const auto& socket : socket_paths_from_env(in.host_env)) {
@@ -110,6 +114,10 @@ Plan build_plan(const PolicyInputs& in) {
   }
   for (const auto& name : in.extra_env_names) {
     if (const auto found = in.host_env.find(name); found != in.host_env.end()) plan.env[name] = found->second;
+  }
+  if (has_network) {
+    const std::string proxy = "http://127.0.0.1:" + std::to_string(inside::proxy_port);
+    for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) plan.env[name] = proxy;
   }
   for (const auto& [name, value] : in.executor_env) plan.env[name] = value;
   return plan;

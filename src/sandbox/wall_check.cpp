@@ -11,6 +11,7 @@
 #include <cstring>
 #include <set>
 
+#include "sandbox/bridge.hpp"
 #include "util/fs.hpp"
 #include "util/strings.hpp"
 
@@ -90,12 +91,43 @@ std::string check_walls(const std::vector<std::string>& empty_dirs, const std::s
   return {};
 }
 
+// Forks the bridge to the egress proxy and waits until it listens, so the
+// command never starts before its way out exists. It lives until the sandbox's
+// pid namespace ends with the command.
+std::string start_bridge(int port, const std::string& socket_path, int report_fd) {
+  int ready[2];
+  if (::pipe2(ready, O_CLOEXEC) != 0) return "cannot start the network bridge: " + util::errno_text(errno);
+  const pid_t pid = ::fork();
+  if (pid < 0) return "cannot start the network bridge: " + util::errno_text(errno);
+  if (pid == 0) {
+    ::close(ready[0]);
+    ::close(report_fd);
+    try {
+      Bridge bridge(port, socket_path);
+      [[maybe_unused]] auto ignored = ::write(ready[1], "r", 1);
+      ::close(ready[1]);
+      bridge.run();
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "git-mullet bridge: %s\n", error.what());
+      ::_exit(1);
+    }
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char byte = 0;
+  const ssize_t got = ::read(ready[0], &byte, 1);
+  ::close(ready[0]);
+  if (got != 1) return "the network bridge did not start";
+  return {};
+}
+
 }  // namespace
 
 int wall_check_main(const std::vector<std::string>& args) {
   int report_fd = -1;
   std::vector<std::string> empty_dirs;
   std::set<std::string> allowed_env;
+  std::string bridge;  // "PORT:SOCKET"
   std::size_t index = 0;
   for (; index < args.size(); ++index) {
     const std::string& arg = args[index];
@@ -107,6 +139,7 @@ int wall_check_main(const std::vector<std::string>& args) {
     if (arg == "--report-fd") report_fd = std::atoi(args[++index].c_str());
     else if (arg == "--empty") empty_dirs.push_back(args[++index]);
     else if (arg == "--env") allowed_env.insert(args[++index]);
+    else if (arg == "--bridge") bridge = args[++index];
   }
   std::vector<std::string> command(args.begin() + static_cast<std::ptrdiff_t>(std::min(index, args.size())),
                                    args.end());
@@ -120,6 +153,15 @@ int wall_check_main(const std::vector<std::string>& args) {
     report("fail: wall check: " + problem + "\n");
     std::fprintf(stderr, "git-mullet wall check failed: %s\n", problem.c_str());
     return failed_code;
+  }
+  if (!bridge.empty()) {
+    const auto colon = bridge.find(':');
+    problem = start_bridge(std::atoi(bridge.substr(0, colon).c_str()), bridge.substr(colon + 1), report_fd);
+    if (!problem.empty()) {
+      report("fail: " + problem + "\n");
+      std::fprintf(stderr, "git-mullet: %s\n", problem.c_str());
+      return failed_code;
+    }
   }
   report("ok\n");
   // Nothing of ours reaches the command: not the report pipe, not any
