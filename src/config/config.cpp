@@ -53,6 +53,8 @@ const std::vector<KeySpec>& schema() {
       {"limits.processes", Kind::integer, RepoRule::lower_only, std::int64_t{1024}, "process cap per sandbox"},
       {"limits.disk_mb", Kind::integer, RepoRule::lower_only, std::int64_t{10240},
        "disk the worker may fill in its clone and home (MiB)"},
+      {"limits.file_mb", Kind::integer, RepoRule::lower_only, std::int64_t{100},
+       "largest file the result may record (MiB); larger ones are left out"},
   };
   return keys;
 }

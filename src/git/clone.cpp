@@ -1,5 +1,9 @@
 #include "git/clone.hpp"
 
+#include <sys/stat.h>
+
+#include <vector>
+
 #include "git/cli.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
@@ -42,6 +46,34 @@ void create_private_clone(const Repository& user_repo, const git_oid& base, cons
   const auto run = run_git(target, {"-c", "checkout.workers=0", "read-tree", "--reset", "-u", oid_to_string(base)});
   check_git(run, "checking out the base commit");
   util::write_file(paths.work_tree + "/.git", "gitdir: " + git_dir_as_seen_inside + "\n");
+}
+
+void refresh_index_after_chown(const ClonePaths& paths) {
+  git_index* raw = nullptr;
+  check(git_index_open(&raw, (paths.git_dir + "/index").c_str()), "cannot read the clone's index");
+  IndexPtr index(raw);
+  const std::size_t count = git_index_entrycount(index.get());
+  std::vector<git_index_entry> updated;
+  updated.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const git_index_entry* entry = git_index_get_byindex(index.get(), i);
+    struct stat info {};
+    if (::lstat((paths.work_tree + "/" + entry->path).c_str(), &info) != 0) continue;
+    if (entry->file_size != static_cast<std::uint32_t>(info.st_size) ||
+        entry->ino != static_cast<std::uint32_t>(info.st_ino) ||
+        entry->mtime.seconds != static_cast<std::int32_t>(info.st_mtim.tv_sec) ||
+        entry->mtime.nanoseconds != static_cast<std::uint32_t>(info.st_mtim.tv_nsec)) {
+      continue;
+    }
+    git_index_entry copy = *entry;
+    copy.ctime.seconds = static_cast<std::int32_t>(info.st_ctim.tv_sec);
+    copy.ctime.nanoseconds = static_cast<std::uint32_t>(info.st_ctim.tv_nsec);
+    copy.uid = info.st_uid;
+    copy.gid = info.st_gid;
+    updated.push_back(copy);
+  }
+  for (const auto& entry : updated) check(git_index_add(index.get(), &entry), "cannot update the clone's index");
+  check(git_index_write(index.get()), "cannot write the clone's index");
 }
 
 }  // namespace mullet::git

@@ -27,4 +27,11 @@ inline constexpr const char* neutral_attributes = "* -text -eol -filter -ident -
 void create_private_clone(const Repository& user_repo, const git_oid& base, const ClonePaths& paths,
                           const std::string& git_dir_as_seen_inside);
 
+// After the work tree changed owner (git-mullet as root hands it to the
+// sandbox's uid), records the new ctimes in the clone's index, so the snapshot
+// can still tell unchanged files by their stat data instead of re-reading
+// every file. Only entries whose size, mtime and inode still match are
+// updated; nothing else may have touched the work tree since the checkout.
+void refresh_index_after_chown(const ClonePaths& paths);
+
 }  // namespace mullet::git

@@ -20,6 +20,7 @@ namespace {
 
 constexpr int max_depth = 200;
 constexpr std::size_t whole_read_limit = 8U << 20U;
+constexpr off_t max_gitignore_bytes = 1 << 20;
 
 bool stat_before(const struct timespec& a, const struct timespec& b) {
   return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
@@ -48,10 +49,10 @@ class Walker {
     bool ignore_safe = ignore_files_safe;
     struct stat gitignore_info {};
     if (::fstatat(dir_fd, ".gitignore", &gitignore_info, AT_SYMLINK_NOFOLLOW) == 0 &&
-        !S_ISREG(gitignore_info.st_mode)) {
+        (!S_ISREG(gitignore_info.st_mode) || gitignore_info.st_size > max_gitignore_bytes)) {
       ignore_safe = false;
-      warn(rel + ".gitignore", "is not a regular file; ignore rules below " + (rel.empty() ? "/" : rel) +
-                                   " were not applied");
+      warn(rel + ".gitignore", "is not a regular file of at most 1 MiB; ignore rules below " +
+                                   (rel.empty() ? "/" : rel) + " were not applied");
     }
 
     TreeBuilderPtr builder = new_builder();
@@ -187,6 +188,11 @@ class Walker {
         return std::make_pair(*reused, mode);
       }
     } else if (ignore_safe && ignored(path)) {
+      return std::nullopt;
+    }
+    if (static_cast<std::uint64_t>(info.st_size) > m_options.max_file_bytes) {
+      warn(path, "is larger than " + std::to_string(m_options.max_file_bytes >> 20U) +
+                     " MiB (limits.file_mb); left out");
       return std::nullopt;
     }
     UniqueFd file(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ struct SnapshotOptions {
   std::vector<std::string> excluded_top_level_dirs;
   // The base commit's tree, where excluded directories are taken from.
   std::optional<git_oid> base_tree;
+  // Larger files are left out with a warning (a sparse file can claim a
+  // terabyte it never wrote).
+  std::uint64_t max_file_bytes = 100ULL << 20U;
 };
 
 struct Snapshot {

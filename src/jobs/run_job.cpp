@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <iostream>
 
+#include <spdlog/spdlog.h>
+
 #include "executors/executor.hpp"
 #include "git/clone.hpp"
 #include "git/snapshot.hpp"
@@ -230,6 +232,7 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
       const auto uid = static_cast<uid_t>(config.integer("sandbox.uid"));
       util::chown_tree(paths.work_tree, uid, uid);
       util::chown_tree(paths.home, uid, uid);
+      git::refresh_index_after_chown({paths.git_dir, paths.work_tree});
     }
     PhaseRunner phases(repo, config, paths, request.show_worker_output);
 
@@ -257,8 +260,12 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
       const auto outcome = executor->interpret(run, phases.last_output());
 
       const git::Snapshot snapshot =
-          git::take_snapshot(repo, {paths.git_dir, paths.work_tree}, {dependency_dirs, repo.tree_of(request.base)});
+          git::take_snapshot(repo, {paths.git_dir, paths.work_tree},
+                             {dependency_dirs, repo.tree_of(request.base),
+                              static_cast<std::uint64_t>(config.integer("limits.file_mb")) << 20U});
       record.snapshot_warnings = snapshot.warnings;
+      spdlog::debug("snapshot of job {}: {} files unchanged since checkout, {} read", record.id,
+                    snapshot.files_reused, snapshot.files_hashed);
       const git_oid base_tree = repo.tree_of(request.base);
       const bool changed = git_oid_cmp(&snapshot.tree, &base_tree) != 0;
       if (changed) {

@@ -10,8 +10,8 @@
 #include <optional>
 #include <utility>
 
-#include <asio.hpp>
 #include <spdlog/spdlog.h>
+#include <asio.hpp>
 
 #include "sandbox/relay.hpp"
 #include "util/error.hpp"
@@ -87,19 +87,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
     m_timer.async_wait([self = shared_from_this()](const asio::error_code& error) {
       if (!error && !self->m_relaying) self->end();
     });
-    m_upstream.async_connect(unix_stream::endpoint(m_bridge.socket_path),
-                             [self = shared_from_this()](const asio::error_code& error) {
-                               if (self->m_ended) return;
-                               if (error) {
-                                 spdlog::warn("bridge: cannot reach the egress proxy: {}", error.message());
-                                 return self->end();
-                               }
-                               set_close_on_exec(self->m_upstream.native_handle());
-                               self->m_timer.cancel();
-                               self->m_relaying = true;
-                               self->m_tunnel.start(self, {}, {}, std::chrono::milliseconds(0),
-                                                    [raw = self.get()] { raw->end(); });
-                             });
+    m_upstream.async_connect(
+        unix_stream::endpoint(m_bridge.socket_path), [self = shared_from_this()](const asio::error_code& error) {
+          if (self->m_ended) return;
+          if (error) {
+            spdlog::warn("bridge: cannot reach the egress proxy: {}", error.message());
+            return self->end();
+          }
+          set_close_on_exec(self->m_upstream.native_handle());
+          self->m_timer.cancel();
+          self->m_relaying = true;
+          self->m_tunnel.start(self, {}, {}, std::chrono::milliseconds(0), [raw = self.get()] { raw->end(); });
+        });
   }
 
   void end() {
@@ -222,12 +221,20 @@ Bridge::Bridge(int listen_port, std::string unix_socket_path, BridgeOptions opti
 
 Bridge::~Bridge() = default;
 
-int Bridge::port() const { return m_impl->port(); }
-void Bridge::run() { m_impl->run(); }
-void Bridge::stop() { m_impl->stop(); }
-std::size_t Bridge::active_connections() const { return m_impl->active.load(); }
+int Bridge::port() const {
+  return m_impl->port();
+}
+void Bridge::run() {
+  m_impl->run();
+}
+void Bridge::stop() {
+  m_impl->stop();
+}
+std::size_t Bridge::active_connections() const {
+  return m_impl->active.load();
+}
 
-int run_bridge(int listen_port, const std::string& unix_socket_path) {
+int run_bridge(int listen_port, const std::string& unix_socket_path, const std::function<void()>& on_listening) {
   ::signal(SIGPIPE, SIG_IGN);
   // Each relayed connection holds two descriptors.
   rlimit files{};
@@ -247,6 +254,7 @@ int run_bridge(int listen_port, const std::string& unix_socket_path) {
   }
   try {
     Bridge bridge(listen_port, unix_socket_path, options);
+    if (on_listening) on_listening();
     bridge.run();
     return 0;
   } catch (const std::exception& error) {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -20,7 +21,7 @@ struct BridgeOptions {
   // are closed at once.
   std::size_t max_connections = 1024;
   std::chrono::milliseconds connect_timeout{10'000};  // to the unix socket
-  bool stop_on_signals = false;  // SIGTERM, SIGINT, SIGHUP end run()
+  bool stop_on_signals = false;                       // SIGTERM, SIGINT, SIGHUP end run()
 };
 
 class Bridge {
@@ -49,7 +50,9 @@ class Bridge {
 // The helper mode: ignores SIGPIPE, raises the open-file limit to its hard
 // limit (each relayed connection holds two descriptors), sizes the connection
 // cap to it, and serves until SIGTERM/SIGINT/SIGHUP (0). 1 when the port
-// cannot be bound; the reason goes to the log (stderr).
-int run_bridge(int listen_port, const std::string& unix_socket_path);
+// cannot be bound; the reason goes to the log (stderr). `on_listening` runs
+// once the port is bound and listening, before serving (e.g. to tell a
+// parent that waits for it before starting the command).
+int run_bridge(int listen_port, const std::string& unix_socket_path, const std::function<void()>& on_listening = {});
 
 }  // namespace mullet::sandbox

@@ -47,7 +47,7 @@ std::vector<std::string> bwrap_arguments(const Plan& plan, const std::vector<Bin
   std::vector<std::string> args = {"--unshare-user",  "--unshare-ipc",     "--unshare-pid", "--unshare-net",
                                    "--unshare-uts",   "--unshare-cgroup",  "--die-with-parent",
                                    "--new-session",   "--cap-drop",        "ALL",           "--hostname",
-                                   "mullet",          "--clearenv"};
+                                   "mullet"};
   for (std::size_t i = 0; i < plan.mounts.size(); ++i) {
     const Mount& mount = plan.mounts[i];
     switch (mount.kind) {
@@ -76,7 +76,6 @@ std::vector<std::string> bwrap_arguments(const Plan& plan, const std::vector<Bin
   }
   // bwrap leaves its own root tmpfs writable unless told otherwise.
   args.insert(args.end(), {"--remount-ro", "/"});
-  for (const auto& [name, value] : plan.env) args.insert(args.end(), {"--setenv", name, value});
   args.insert(args.end(), {"--chdir", plan.cwd, "--", inside::helper});
   for (auto& word : wall_check_arguments(plan, report_fd)) args.push_back(std::move(word));
   return args;

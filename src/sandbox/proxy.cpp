@@ -16,8 +16,8 @@
 #include <thread>
 #include <utility>
 
-#include <asio.hpp>
 #include <spdlog/spdlog.h>
+#include <asio.hpp>
 
 #include "sandbox/relay.hpp"
 #include "util/clock.hpp"
@@ -55,8 +55,7 @@ bool is_tchar(char c) {
 }
 
 bool is_host_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
-         c == '_';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
 }
 
 // Lower case, one trailing dot dropped ("example.com." is "example.com").
@@ -252,15 +251,15 @@ std::string restricted_v6_kind(const asio::ip::address_v6& address) {
   if (address.is_loopback()) return "loopback";
   if (address.is_v4_mapped()) return restricted_v4_kind(v4_from(bytes, 12));
   if (starts_with({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})) return "reserved";  // IPv4-compatible, deprecated
-  if (starts_with({0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0})) {          // NAT64 64:ff9b::/96
+  if (starts_with({0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0})) {       // NAT64 64:ff9b::/96
     return restricted_v4_kind(v4_from(bytes, 12));
   }
-  if (starts_with({0x00, 0x64, 0xff, 0x9b, 0x00, 0x01})) return "private";  // local-use NAT64 64:ff9b:1::/48
+  if (starts_with({0x00, 0x64, 0xff, 0x9b, 0x00, 0x01})) return "private";      // local-use NAT64 64:ff9b:1::/48
   if (starts_with({0x20, 0x02})) return restricted_v4_kind(v4_from(bytes, 2));  // 6to4 2002::/16
   if (starts_with({0x01, 0x00, 0, 0, 0, 0, 0, 0})) return "reserved";           // discard-only 100::/64
   if (bytes[0] == 0xfe && (bytes[1] & 0xc0U) == 0x80) return "link-local";
   if (bytes[0] == 0xfe && (bytes[1] & 0xc0U) == 0xc0) return "private";  // site-local, deprecated
-  if ((bytes[0] & 0xfeU) == 0xfc) return "private";                       // unique local fc00::/7
+  if ((bytes[0] & 0xfeU) == 0xfc) return "private";                      // unique local fc00::/7
   if (bytes[0] == 0xff) return "multicast";
   return {};
 }
@@ -304,7 +303,9 @@ std::string restricted_address_kind(const asio::ip::address& address) {
   return address.is_v4() ? restricted_v4_kind(address.to_v4()) : restricted_v6_kind(address.to_v6());
 }
 
-bool is_restricted_address(const asio::ip::address& address) { return !restricted_address_kind(address).empty(); }
+bool is_restricted_address(const asio::ip::address& address) {
+  return !restricted_address_kind(address).empty();
+}
 
 std::optional<RequestHead> parse_request_head(std::string_view head) {
   if (head.size() > max_request_head_bytes || head.size() < 4 || !head.ends_with("\r\n\r\n")) return std::nullopt;
@@ -350,9 +351,9 @@ std::optional<RequestHead> parse_request_head(std::string_view head) {
 
   // Hop-by-hop headers end here; Host is the target's (RFC 9112 3.2.2: a
   // proxy replaces it), so the Host the destination sees is the granted one.
-  static const std::vector<std::string> dropped = {"connection", "proxy-connection", "keep-alive",
-                                                   "proxy-authorization", "proxy-authenticate", "te",
-                                                   "upgrade", "host"};
+  static const std::vector<std::string> dropped = {
+      "connection", "proxy-connection", "keep-alive", "proxy-authorization", "proxy-authenticate",
+      "te",         "upgrade",          "host"};
   const bool v6 = request->host.find(':') != std::string::npos;
   std::string host_value = v6 ? "[" + request->host + "]" : request->host;
   if (request->port != 80) host_value += ":" + std::to_string(request->port);
@@ -361,8 +362,8 @@ std::optional<RequestHead> parse_request_head(std::string_view head) {
     const auto lowered = lower(name);
     const bool framing = lowered == "content-length" || lowered == "transfer-encoding";
     if (std::find(dropped.begin(), dropped.end(), lowered) != dropped.end()) continue;
-    if (!framing && std::find(connection_options.begin(), connection_options.end(), lowered) !=
-                        connection_options.end()) {
+    if (!framing &&
+        std::find(connection_options.begin(), connection_options.end(), lowered) != connection_options.end()) {
       continue;
     }
     upstream += std::string(name) + ": " + value + "\r\n";
@@ -373,8 +374,8 @@ std::optional<RequestHead> parse_request_head(std::string_view head) {
 }
 
 nlohmann::json to_json(const ProxyDecision& decision) {
-  return {{"time", decision.time},         {"method", decision.method},         {"host", decision.host},
-          {"port", decision.port},         {"allowed", decision.allowed},       {"reason", decision.reason},
+  return {{"time", decision.time},         {"method", decision.method},        {"host", decision.host},
+          {"port", decision.port},         {"allowed", decision.allowed},      {"reason", decision.reason},
           {"bytes_up", decision.bytes_up}, {"bytes_down", decision.bytes_down}};
 }
 
@@ -444,10 +445,10 @@ class Session : public std::enable_shared_from_this<Session> {
     m_timer.expires_after(m_proxy.options.head_timeout);
     m_timer.async_wait([self = shared_from_this()](const asio::error_code& error) {
       if (error || self->m_phase != Phase::head) return;
-      self->refuse(408, "Request Timeout",
-                   "request head not complete within " + std::to_string(self->m_proxy.options.head_timeout.count()) +
-                       " ms",
-                   false);
+      self->refuse(
+          408, "Request Timeout",
+          "request head not complete within " + std::to_string(self->m_proxy.options.head_timeout.count()) + " ms",
+          false);
     });
     read_head();
   }
@@ -479,11 +480,10 @@ class Session : public std::enable_shared_from_this<Session> {
   enum class Phase { head, connecting, tunnel, answered, ended };
 
   void read_head() {
-    m_client.async_read_some(
-        asio::buffer(m_head.data() + m_head_size, m_head.size() - m_head_size),
-        [self = shared_from_this()](const asio::error_code& error, std::size_t count) {
-          self->on_head_bytes(error, count);
-        });
+    m_client.async_read_some(asio::buffer(m_head.data() + m_head_size, m_head.size() - m_head_size),
+                             [self = shared_from_this()](const asio::error_code& error, std::size_t count) {
+                               self->on_head_bytes(error, count);
+                             });
   }
 
   void on_head_bytes(const asio::error_code& error, std::size_t count) {
@@ -529,15 +529,15 @@ class Session : public std::enable_shared_from_this<Session> {
     if (const auto literal = as_address(m_request.host)) {
       return connect({tcp::endpoint(*literal, static_cast<unsigned short>(m_request.port))});
     }
-    m_resolver.async_resolve(m_request.host, std::to_string(m_request.port), tcp::resolver::numeric_service,
-                             [self = shared_from_this()](const asio::error_code& error,
-                                                         const tcp::resolver::results_type& results) {
-                               if (self->m_phase != Phase::connecting) return;
-                               if (error) return self->refuse(502, "Bad Gateway", "cannot resolve: " + error.message(), true);
-                               std::vector<tcp::endpoint> endpoints;
-                               for (const auto& entry : results) endpoints.push_back(entry.endpoint());
-                               self->connect(std::move(endpoints));
-                             });
+    m_resolver.async_resolve(
+        m_request.host, std::to_string(m_request.port), tcp::resolver::numeric_service,
+        [self = shared_from_this()](const asio::error_code& error, const tcp::resolver::results_type& results) {
+          if (self->m_phase != Phase::connecting) return;
+          if (error) return self->refuse(502, "Bad Gateway", "cannot resolve: " + error.message(), true);
+          std::vector<tcp::endpoint> endpoints;
+          for (const auto& entry : results) endpoints.push_back(entry.endpoint());
+          self->connect(std::move(endpoints));
+        });
   }
 
   // Connects to the addresses a name resolved to, leaving out the restricted
@@ -551,8 +551,8 @@ class Session : public std::enable_shared_from_this<Session> {
       if (kind.empty() || grant_names_address(m_proxy.grants, endpoint.address(), m_request.port)) {
         permitted.push_back(endpoint);
       } else if (refusal.empty()) {
-        refusal = std::string("resolves to ") + article(kind) + " " + kind + " address " +
-                  endpoint.address().to_string();
+        refusal =
+            std::string("resolves to ") + article(kind) + " " + kind + " address " + endpoint.address().to_string();
       }
     }
     if (permitted.empty()) {
@@ -615,13 +615,13 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void drain() {
-    m_client.async_read_some(asio::buffer(m_head), [self = shared_from_this()](const asio::error_code& error,
-                                                                               std::size_t count) {
-      if (self->m_phase != Phase::answered) return;
-      self->m_drained += count;
-      if (error || self->m_drained > max_linger_bytes) return self->end();
-      self->drain();
-    });
+    m_client.async_read_some(asio::buffer(m_head),
+                             [self = shared_from_this()](const asio::error_code& error, std::size_t count) {
+                               if (self->m_phase != Phase::answered) return;
+                               self->m_drained += count;
+                               if (error || self->m_drained > max_linger_bytes) return self->end();
+                               self->drain();
+                             });
   }
 
   std::string destination() const {
@@ -629,18 +629,21 @@ class Session : public std::enable_shared_from_this<Session> {
     return (v6 ? "[" + m_request.host + "]" : m_request.host) + ":" + std::to_string(m_request.port);
   }
 
+  // Verdicts on requests go to the log at info; what a misbehaving client
+  // causes before it has made a request (garbage, stalls, evictions) only at
+  // debug, so that it cannot flood the log. All of it is in decisions().
   std::uint64_t note(bool allowed, const std::string& reason) {
     if (allowed && reason == "on the allow list") {
       spdlog::debug("egress proxy: {} {} allowed", m_request.method, destination());
     } else if (allowed) {
       spdlog::info("egress proxy: {} {} allowed but failed: {}", m_request.method, destination(), reason);
     } else if (m_request.method.empty()) {
-      spdlog::info("egress proxy: refused a connection: {}", reason);
+      spdlog::debug("egress proxy: refused a connection: {}", reason);
     } else {
       spdlog::info("egress proxy: {} {} refused: {}", m_request.method, destination(), reason);
     }
-    return m_proxy.record(ProxyDecision{util::now_utc(), m_request.method, m_request.host, m_request.port, allowed,
-                                        reason, 0, 0});
+    return m_proxy.record(
+        ProxyDecision{util::now_utc(), m_request.method, m_request.host, m_request.port, allowed, reason, 0, 0});
   }
 
   EgressProxy::Impl& m_proxy;
@@ -651,7 +654,7 @@ class Session : public std::enable_shared_from_this<Session> {
   relay::Tunnel<unix_stream::socket, tcp::socket> m_tunnel;
   const std::uint64_t m_id;
   Phase m_phase = Phase::head;
-  std::array<char, max_request_head_bytes> m_head{};
+  std::array<char, max_request_head_bytes> m_head;  // not cleared: never read before written
   std::size_t m_head_size = 0;
   std::size_t m_drained = 0;
   RequestHead m_request;
@@ -667,7 +670,7 @@ void EgressProxy::Impl::start() {
   if (socket_path.empty() || socket_path.size() >= sizeof(sockaddr_un::sun_path)) {
     throw failure("cannot use '" + socket_path + "' as the egress proxy's socket: the path is empty or too long");
   }
-  struct stat existing{};
+  struct stat existing {};
   if (::lstat(socket_path.c_str(), &existing) == 0) {
     throw failure("cannot create the egress proxy's socket " + socket_path + ": the path already exists");
   }
@@ -785,7 +788,7 @@ void EgressProxy::Impl::admit(unix_stream::socket socket) {
 
 void EgressProxy::Impl::refuse_at_capacity(unix_stream::socket socket) {
   const std::string reason = "too many connections";
-  spdlog::info("egress proxy: refused a connection: {}", reason);
+  spdlog::debug("egress proxy: refused a connection: {}", reason);
   record(ProxyDecision{util::now_utc(), "", "", 0, false, reason, 0, 0});
   // A new socket's buffer is empty: this small answer is written at once or
   // not at all, never waited for.
@@ -827,13 +830,25 @@ std::vector<ProxyDecision> EgressProxy::Impl::decisions() const {
 EgressProxy::EgressProxy(std::vector<std::string> grants, std::string socket_path, ProxyOptions options)
     : m_impl(std::make_unique<Impl>(std::move(grants), std::move(socket_path), options)) {}
 
-EgressProxy::~EgressProxy() { stop(); }
+EgressProxy::~EgressProxy() {
+  stop();
+}
 
-void EgressProxy::start() { m_impl->start(); }
-void EgressProxy::stop() { m_impl->stop(); }
-const std::string& EgressProxy::socket_path() const { return m_impl->socket_path; }
-std::size_t EgressProxy::active_connections() const { return m_impl->active.load(); }
-std::vector<ProxyDecision> EgressProxy::decisions() const { return m_impl->decisions(); }
+void EgressProxy::start() {
+  m_impl->start();
+}
+void EgressProxy::stop() {
+  m_impl->stop();
+}
+const std::string& EgressProxy::socket_path() const {
+  return m_impl->socket_path;
+}
+std::size_t EgressProxy::active_connections() const {
+  return m_impl->active.load();
+}
+std::vector<ProxyDecision> EgressProxy::decisions() const {
+  return m_impl->decisions();
+}
 
 nlohmann::json EgressProxy::decisions_json() const {
   auto json = nlohmann::json::array();

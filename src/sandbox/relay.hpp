@@ -81,7 +81,7 @@ class Tunnel {
 
  private:
   struct Direction {
-    std::array<char, buffer_size> buffer{};
+    std::array<char, buffer_size> buffer;  // not cleared: never read before written
     std::uint64_t bytes = 0;
   };
 
@@ -106,15 +106,15 @@ class Tunnel {
         return finish();
       }
       m_last_activity = Clock::now();
-      asio::async_write(to, asio::buffer(direction.buffer.data(), count),
-                        [this, keep_alive, &from, &to, &direction, upward](const asio::error_code& write_error,
-                                                                           std::size_t written) {
-                          if (m_ended) return;
-                          if (write_error) return finish();
-                          direction.bytes += written;
-                          m_last_activity = Clock::now();
-                          pump(keep_alive, from, to, direction, upward);
-                        });
+      asio::async_write(
+          to, asio::buffer(direction.buffer.data(), count),
+          [this, keep_alive, &from, &to, &direction, upward](const asio::error_code& write_error, std::size_t written) {
+            if (m_ended) return;
+            if (write_error) return finish();
+            direction.bytes += written;
+            m_last_activity = Clock::now();
+            pump(keep_alive, from, to, direction, upward);
+          });
     });
   }
 

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -129,7 +130,7 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   }
   options.argv = {bwrap};
   for (auto& word : bwrap_arguments(plan, binds.sources, report.write_end.get())) options.argv.push_back(word);
-  options.env = {{"PATH", inside::path}};
+  options.env = plan.env;
   options.stdin_fd = plan.feeds_stdin ? input.read_end.get() : -1;
   options.stdout_fd = output.write_end.get();
   options.stderr_fd = output.write_end.get();
@@ -167,7 +168,16 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   std::size_t stdin_written = 0;
   std::int64_t last_activity = started;
   std::int64_t last_memory_check = started;
-  std::int64_t last_disk_check = started;
+  std::int64_t last_disk_walk = started;
+  std::int64_t last_disk_glance = started;
+  // Free space of the file system holding the clone, as the job starts: a
+  // cheap, frequent glance that also sees files unlinked while still open.
+  const auto free_bytes = [&]() -> std::uint64_t {
+    struct statvfs info {};
+    if (writable.empty() || ::statvfs(writable.front().c_str(), &info) != 0) return 0;
+    return static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize;
+  };
+  const std::uint64_t free_at_start = free_bytes();
   std::string kill_reason;
   char buffer[65536];
   auto kill_sandbox = [&](const std::string& reason) {
@@ -239,11 +249,19 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
         kill_sandbox("memory");
       }
     }
-    if (disk_bytes > 0 && now - last_disk_check >= 2000) {
-      last_disk_check = now;
-      std::uint64_t used = 0;
-      for (const auto& path : writable) used += util::disk_usage(path, disk_bytes);
-      if (used > disk_bytes) kill_sandbox("disk");
+    if (disk_bytes > 0 && now - last_disk_glance >= 250) {
+      last_disk_glance = now;
+      const std::uint64_t free_now = free_bytes();
+      const std::uint64_t consumed = free_at_start > free_now ? free_at_start - free_now : 0;
+      // Other writers share the file system, so the glance alone only ends a
+      // job at twice the limit; past the limit it brings the exact walk forward.
+      if (consumed > 2 * disk_bytes) kill_sandbox("disk");
+      if (consumed > disk_bytes || now - last_disk_walk >= 2000) {
+        last_disk_walk = now;
+        std::uint64_t used = 0;
+        for (const auto& path : writable) used += util::disk_usage(path, disk_bytes);
+        if (used > disk_bytes) kill_sandbox("disk");
+      }
     }
   }
   input.write_end.reset();

@@ -81,7 +81,10 @@ TEST_CASE("a new Config holds the built-in defaults") {
   CHECK(config.integer("limits.processes") == 1024);
   CHECK(config.integer("limits.disk_mb") == 10240);
   CHECK(config.gates().empty());
-  CHECK(config.entries().size() == 14);
+  CHECK(config.string("run.setup").empty());
+  CHECK(config.list("run.dependency_dirs") ==
+        std::vector<std::string>{"node_modules", "vendor", ".venv", "target", "build"});
+  CHECK(config.entries().size() == 17);
   for (const auto& [key, entry] : config.entries()) {
     INFO(key);
     CHECK(entry.source == Source::built_in);

@@ -36,8 +36,9 @@ JobRecord full_record() {
   record.created_at = "2026-01-02T03:04:05Z";
   record.finished_at = "2026-01-02T03:14:05Z";
   record.error = "";
-  record.phases.push_back(PhaseRecord{"worker", {"sh", "-c", "make fix"}, 0, "exit", 1234, "done\n"});
-  record.phases.push_back(PhaseRecord{"gate:test", {"make", "test"}, 2, "timeout", 60000, "FAIL x\n"});
+  record.phases.push_back(PhaseRecord{"worker", {"sh", "-c", "make fix"}, 0, "exit", 1234, "done\n", {"api.example:443"},
+                                        nlohmann::json::array({{{"host", "api.example"}, {"allowed", true}}})});
+  record.phases.push_back(PhaseRecord{"gate:test", {"make", "test"}, 2, "timeout", 60000, "FAIL x\n", {}, nlohmann::json::array()});
   record.snapshot_warnings = {"skipped a socket: run/x.sock", "skipped a fifo"};
   record.runner.pid = 4242;
   record.runner.start_ticks = 9876543210123ULL;
@@ -67,6 +68,8 @@ void check_same(const JobRecord& a, const JobRecord& b) {
     CHECK(a.phases[i].ended_by == b.phases[i].ended_by);
     CHECK(a.phases[i].duration_ms == b.phases[i].duration_ms);
     CHECK(a.phases[i].output_tail == b.phases[i].output_tail);
+    CHECK(a.phases[i].grants == b.phases[i].grants);
+    CHECK(a.phases[i].network == b.phases[i].network);
   }
   CHECK(a.snapshot_warnings == b.snapshot_warnings);
   CHECK(a.runner.pid == b.runner.pid);
