@@ -74,8 +74,9 @@ std::vector<std::string> bwrap_arguments(const Plan& plan, const std::vector<Bin
       case MountKind::mask: args.insert(args.end(), {"--ro-bind", "/dev/null", mount.destination}); break;
     }
   }
-  // bwrap leaves its own root tmpfs writable unless told otherwise.
-  args.insert(args.end(), {"--remount-ro", "/"});
+  // bwrap leaves its own root tmpfs and its /dev tmpfs writable unless told
+  // otherwise (device nodes stay usable on a read-only /dev).
+  args.insert(args.end(), {"--remount-ro", "/dev", "--remount-ro", "/"});
   args.insert(args.end(), {"--chdir", plan.cwd, "--", inside::helper});
   for (auto& word : wall_check_arguments(plan, report_fd)) args.push_back(std::move(word));
   return args;

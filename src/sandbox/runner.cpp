@@ -93,6 +93,15 @@ unsigned long processes_of_uid(uid_t uid) {
   return count;
 }
 
+// Shared memory in use on the host (tmpfs files, memfd, SysV/POSIX shm), in
+// bytes: memory a sandbox can hold without any of it in a process's RSS.
+std::uint64_t host_shared_memory_bytes() {
+  const auto meminfo = util::read_file_if_exists("/proc/meminfo").value_or("");
+  const auto at = meminfo.find("\nShmem:");
+  if (at == std::string::npos) return 0;
+  return std::strtoull(meminfo.c_str() + at + 8, nullptr, 10) * 1024ULL;
+}
+
 }  // namespace
 
 std::string find_bwrap() {
@@ -153,6 +162,7 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
     if (mount.kind == MountKind::writable_bind) writable.push_back(mount.source);
   }
 
+  const std::uint64_t shared_memory_at_start = host_shared_memory_bytes();
   const std::int64_t started = util::monotonic_ms();
   const pid_t pid = util::spawn(options);
   report.write_end.reset();
@@ -245,7 +255,12 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
     }
     if (plan.limits.memory_mb > 0 && now - last_memory_check >= 500) {
       last_memory_check = now;
-      if (tree_resident_bytes(pid) > static_cast<std::uint64_t>(plan.limits.memory_mb) * 1024ULL * 1024ULL) {
+      // The growth of the host's shared memory counts too: a memfd or a file in
+      // one of the sandbox's tmpfs mounts is memory no RSS shows.
+      const std::uint64_t shared_now = host_shared_memory_bytes();
+      const std::uint64_t shared_growth = shared_now > shared_memory_at_start ? shared_now - shared_memory_at_start : 0;
+      if (tree_resident_bytes(pid) + shared_growth >
+          static_cast<std::uint64_t>(plan.limits.memory_mb) * 1024ULL * 1024ULL) {
         kill_sandbox("memory");
       }
     }
