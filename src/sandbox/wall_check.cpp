@@ -102,16 +102,10 @@ std::string start_bridge(int port, const std::string& socket_path, int report_fd
   if (pid == 0) {
     ::close(ready[0]);
     ::close(report_fd);
-    try {
-      Bridge bridge(port, socket_path);
+    ::_exit(run_bridge(port, socket_path, [&] {
       [[maybe_unused]] auto ignored = ::write(ready[1], "r", 1);
       ::close(ready[1]);
-      bridge.run();
-    } catch (const std::exception& error) {
-      std::fprintf(stderr, "git-mullet bridge: %s\n", error.what());
-      ::_exit(1);
-    }
-    ::_exit(0);
+    }));
   }
   ::close(ready[1]);
   char byte = 0;
