@@ -11,7 +11,9 @@ WorkerSpec CommandExecutor::prepare(const TaskContext& task) const {
   }
   WorkerSpec spec;
   spec.command = {"/bin/sh", "-c", command};
-  spec.env["MULLET_PROMPT"] = task.prompt;
+  // The whole task is always on stdin; the variable only while it fits the
+  // kernel's limit for one environment string (128 KiB) with room to spare.
+  if (task.prompt.size() <= max_prompt_in_env) spec.env["MULLET_PROMPT"] = task.prompt;
   spec.stdin_data = task.prompt;
   spec.record = {"command", command, ""};
   return spec;

@@ -6,6 +6,8 @@
 
 namespace mullet::executors {
 
+inline constexpr std::size_t max_prompt_in_env = 64 * 1024;
+
 class CommandExecutor final : public Executor {
  public:
   std::string name() const override { return "command"; }

@@ -1,8 +1,10 @@
 #include "git/cli.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "util/error.hpp"
+#include "util/fs.hpp"
 #include "util/strings.hpp"
 
 namespace mullet::git {
@@ -16,6 +18,50 @@ std::string git_program() {
 }
 
 }  // namespace
+
+std::string alternates_value(const std::vector<std::string>& dirs) {
+  std::vector<std::string> entries;
+  for (const auto& dir : dirs) {
+    // git splits the list on ':' and reads a C-quoted entry as one path.
+    if (dir.find(':') == std::string::npos && (dir.empty() || dir[0] != '"')) {
+      entries.push_back(dir);
+      continue;
+    }
+    std::string quoted = "\"";
+    for (const char c : dir) {
+      if (c == '"' || c == '\\') quoted += '\\';
+      quoted += c;
+    }
+    entries.push_back(quoted + "\"");
+  }
+  return util::join(entries, ":");
+}
+
+namespace {
+
+void collect_borrowed(const std::string& objects_dir, int depth, std::vector<std::string>& found) {
+  if (depth > 5) return;
+  const auto text = util::read_file_if_exists(objects_dir + "/info/alternates");
+  if (!text) return;
+  for (auto line : util::split(*text, '\n')) {
+    line = util::trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    const std::string path = line[0] == '/' ? line : objects_dir + "/" + line;
+    if (!util::is_directory(path) && !util::exists(path)) continue;
+    const std::string real = util::real_path(path);
+    if (std::find(found.begin(), found.end(), real) != found.end()) continue;
+    found.push_back(real);
+    collect_borrowed(real, depth + 1, found);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> borrowed_object_dirs(const std::string& objects_dir) {
+  std::vector<std::string> found;
+  collect_borrowed(objects_dir, 1, found);
+  return found;
+}
 
 std::vector<std::string> hardened_git_prefix() {
   return {"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
@@ -35,7 +81,7 @@ util::Environment hardened_git_environment(const GitCliTarget& target) {
   env["GIT_NO_REPLACE_OBJECTS"] = "1";
   env["GIT_DIR"] = target.git_dir;
   if (target.work_tree) env["GIT_WORK_TREE"] = *target.work_tree;
-  if (!target.alternates.empty()) env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = util::join(target.alternates, ":");
+  if (!target.alternates.empty()) env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = alternates_value(target.alternates);
   // Keep colours and the terminal width for output the user reads.
   if (const char* term = std::getenv("TERM")) env["TERM"] = term;
   if (const char* home = std::getenv("HOME")) env["HOME"] = home;

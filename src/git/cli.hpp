@@ -18,6 +18,13 @@ struct GitCliTarget {
   std::vector<std::string> alternates;
 };
 
+// GIT_ALTERNATE_OBJECT_DIRECTORIES for these directories (C-quoting those
+// that contain the ':' separator).
+std::string alternates_value(const std::vector<std::string>& dirs);
+// The objects directories `objects_dir` borrows from (its info/alternates,
+// followed as git does, five levels deep), as real paths.
+std::vector<std::string> borrowed_object_dirs(const std::string& objects_dir);
+
 // The argv prefix every invocation gets (exposed for tests).
 std::vector<std::string> hardened_git_prefix();
 util::Environment hardened_git_environment(const GitCliTarget& target);

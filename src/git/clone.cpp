@@ -48,6 +48,11 @@ void create_private_clone(const Repository& user_repo, const git_oid& base, cons
   util::write_file(paths.work_tree + "/.git", "gitdir: " + git_dir_as_seen_inside + "\n");
 }
 
+void reset_git_file(const std::string& work_tree, const std::string& git_dir) {
+  util::remove_tree(work_tree + "/.git");
+  util::write_file(work_tree + "/.git", "gitdir: " + git_dir + "\n");
+}
+
 void refresh_index_after_chown(const ClonePaths& paths) {
   git_index* raw = nullptr;
   check(git_index_open(&raw, (paths.git_dir + "/index").c_str()), "cannot read the clone's index");

@@ -27,6 +27,12 @@ inline constexpr const char* neutral_attributes = "* -text -eol -filter -ident -
 void create_private_clone(const Repository& user_repo, const git_oid& base, const ClonePaths& paths,
                           const std::string& git_dir_as_seen_inside);
 
+// Replaces whatever the work tree's .git is (the worker may have rewritten it
+// to point at a git dir of its own) with a file naming `git_dir`, without
+// following any symlink. A user who later runs git in the leftover work tree
+// then lands in our clone's git dir, not the worker's.
+void reset_git_file(const std::string& work_tree, const std::string& git_dir);
+
 // After the work tree changed owner (git-mullet as root hands it to the
 // sandbox's uid), records the new ctimes in the clone's index, so the snapshot
 // can still tell unchanged files by their stat data instead of re-reading

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "executors/executor.hpp"
+#include "git/cli.hpp"
 #include "git/clone.hpp"
 #include "git/snapshot.hpp"
 #include "jobs/id.hpp"
@@ -48,8 +49,14 @@ sandbox::Plan plan_for(const git::Repository& repo, const config::Config& config
   in.work_tree = paths.work_tree;
   in.clone_git_dir = paths.git_dir;
   in.objects_dir = util::real_path(repo.objects_dir());
+  in.borrowed_objects = git::borrowed_object_dirs(in.objects_dir);
+  for (const auto& dir : in.borrowed_objects) {
+    if (util::exists(dir + "/info/alternates")) in.dirs_with_alternates.push_back(dir);
+  }
+  if (util::exists(in.objects_dir + "/info/alternates")) in.dirs_with_alternates.push_back(in.objects_dir);
   in.home_dir = paths.home;
   in.helper_binary = util::self_executable();
+  in.empty_file = paths.root + "/empty";
   in.tmp_name = "mullet-" + util::random_hex(4);
   in.root_entries = sandbox::scan_host_root();
   in.host_env = sandbox::current_environment();
@@ -228,6 +235,7 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
     util::make_dirs(paths.root, 0711);
     git::create_private_clone(repo, request.base, {paths.git_dir, paths.work_tree}, sandbox::inside::git_dir);
     util::make_dirs(paths.home, 0700);
+    util::write_file(paths.root + "/empty", "", 0444);
     if (::geteuid() == 0) {
       const auto uid = static_cast<uid_t>(config.integer("sandbox.uid"));
       util::chown_tree(paths.work_tree, uid, uid);
@@ -264,6 +272,7 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
                              {dependency_dirs, repo.tree_of(request.base),
                               static_cast<std::uint64_t>(config.integer("limits.file_mb")) << 20U});
       record.snapshot_warnings = snapshot.warnings;
+      git::reset_git_file(paths.work_tree, paths.git_dir);
       spdlog::debug("snapshot of job {}: {} files unchanged since checkout, {} read", record.id,
                     snapshot.files_reused, snapshot.files_hashed);
       const git_oid base_tree = repo.tree_of(request.base);

@@ -11,7 +11,8 @@ OpenedBinds open_bind_sources(const Plan& plan) {
   OpenedBinds opened;
   for (const auto& mount : plan.mounts) {
     BindSource source;
-    if (mount.kind == MountKind::read_only_bind || mount.kind == MountKind::writable_bind) {
+    if (mount.kind == MountKind::read_only_bind || mount.kind == MountKind::writable_bind ||
+        mount.kind == MountKind::mask) {
       opened.owned.push_back(util::open_path_no_symlinks(mount.source));
       source.fd = opened.owned.back().get();
       struct stat info {};
@@ -52,6 +53,7 @@ std::vector<std::string> bwrap_arguments(const Plan& plan, const std::vector<Bin
     const Mount& mount = plan.mounts[i];
     switch (mount.kind) {
       case MountKind::read_only_bind:
+      case MountKind::mask:
       case MountKind::writable_bind: {
         const BindSource& source = sources.at(i);
         const bool writable = mount.kind == MountKind::writable_bind;
@@ -71,7 +73,6 @@ std::vector<std::string> bwrap_arguments(const Plan& plan, const std::vector<Bin
       case MountKind::dev: args.insert(args.end(), {"--dev", mount.destination}); break;
       case MountKind::directory: args.insert(args.end(), {"--perms", "0700", "--dir", mount.destination}); break;
       case MountKind::symlink: args.insert(args.end(), {"--symlink", mount.source, mount.destination}); break;
-      case MountKind::mask: args.insert(args.end(), {"--ro-bind", "/dev/null", mount.destination}); break;
     }
   }
   // bwrap leaves its own root tmpfs and its /dev tmpfs writable unless told

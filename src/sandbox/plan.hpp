@@ -37,7 +37,7 @@ enum class MountKind {
   dev,              // a minimal /dev
   directory,        // an empty directory (on a tmpfs above it)
   symlink,          // `source` is the link's target
-  mask,             // /dev/null bound over a path, hiding it
+  mask,             // an empty file (`source`) bound over a path, hiding it
 };
 
 struct Mount {

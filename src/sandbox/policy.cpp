@@ -81,6 +81,25 @@ Plan build_plan(const PolicyInputs& in) {
   plan.mounts.push_back({MountKind::writable_bind, in.work_tree, inside::work_tree});
   plan.mounts.push_back({MountKind::read_only_bind, in.clone_git_dir, inside::git_dir});
   plan.mounts.push_back({MountKind::read_only_bind, in.objects_dir, inside::objects});
+  // Borrowed object directories (a repository made by clone --shared): bound
+  // too, and the host paths in every alternates file hidden, since git reads
+  // them inside; GIT_ALTERNATE_OBJECT_DIRECTORIES names the inside paths.
+  const auto has_alternates = [&](const std::string& dir) {
+    return std::find(in.dirs_with_alternates.begin(), in.dirs_with_alternates.end(), dir) !=
+           in.dirs_with_alternates.end();
+  };
+  std::string object_dirs = inside::objects;
+  if (has_alternates(in.objects_dir)) {
+    plan.mounts.push_back({MountKind::mask, in.empty_file, std::string(inside::objects) + "/info/alternates"});
+  }
+  for (std::size_t i = 0; i < in.borrowed_objects.size(); ++i) {
+    const std::string destination = std::string(inside::objects) + "-" + std::to_string(i + 1);
+    plan.mounts.push_back({MountKind::read_only_bind, in.borrowed_objects[i], destination});
+    if (has_alternates(in.borrowed_objects[i])) {
+      plan.mounts.push_back({MountKind::mask, in.empty_file, destination + "/info/alternates"});
+    }
+    object_dirs += ":" + destination;
+  }
   plan.mounts.push_back({MountKind::writable_bind, in.home_dir, inside::home});
   plan.mounts.push_back({MountKind::read_only_bind, in.helper_binary, inside::helper});
   for (const auto& mount : in.executor_mounts) plan.mounts.push_back(mount);
@@ -98,7 +117,7 @@ Plan build_plan(const PolicyInputs& in) {
         visible = true;
       }
     }
-    if (visible) plan.mounts.push_back({MountKind::mask, "/dev/null", socket});
+    if (visible) plan.mounts.push_back({MountKind::mask, in.empty_file, socket});
   }
 
   // The environment is built, never filtered from ours.
@@ -108,7 +127,7 @@ Plan build_plan(const PolicyInputs& in) {
   plan.env["TMPDIR"] = tmpdir;
   plan.env["USER"] = "mullet";
   plan.env["LOGNAME"] = "mullet";
-  plan.env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = inside::objects;
+  plan.env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = object_dirs;
   for (const auto& name : passthrough_env_names()) {
     if (const auto found = in.host_env.find(name); found != in.host_env.end()) plan.env[name] = found->second;
   }

@@ -150,8 +150,15 @@ void add_usage(int dir_fd, std::uint64_t& total, std::uint64_t stop_after, int d
     struct stat info {};
     if (::fstatat(::dirfd(dir), name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
     total += static_cast<std::uint64_t>(info.st_blocks) * 512U;
-    if (S_ISDIR(info.st_mode) && depth < 256) {
+    if (S_ISDIR(info.st_mode)) {
       UniqueFd child(::openat(::dirfd(dir), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!child && errno == EACCES) {
+        // A directory the writer made unreadable still counts: open it up
+        // (through an O_PATH descriptor, so a swapped-in symlink is not followed).
+        UniqueFd path_only(::openat(::dirfd(dir), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (path_only) ::chmod(("/proc/self/fd/" + std::to_string(path_only.get())).c_str(), 0700);
+        child.reset(::openat(::dirfd(dir), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      }
       if (child) add_usage(child.get(), total, stop_after, depth + 1);
     }
   }

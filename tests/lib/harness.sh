@@ -48,8 +48,8 @@ expect_exit() {
   local out_file err_file
   out_file="$(mktemp)"
   err_file="$(mktemp)"
-  "$@" >"$out_file" 2>"$err_file"
-  local code=$?
+  local code=0
+  "$@" >"$out_file" 2>"$err_file" || code=$?
   OUT="$(cat "$out_file")"
   ERR="$(cat "$err_file")"
   rm -f "$out_file" "$err_file"
@@ -85,15 +85,27 @@ assert_absent() {
 
 # json_field JSON KEY: one top-level field of a JSON object, as text.
 json_field() {
-  python3 -c 'import json,sys; v=json.loads(sys.argv[1])[sys.argv[2]]; print("null" if v is None else v)' "$1" "$2"
+  # The JSON goes through stdin: a record can be larger than one argument
+  # may be (128 KiB).
+  # Scalars through jq (fast), printed as Python prints them; anything else
+  # through Python itself.
+  local scalar
+  if command -v jq >/dev/null &&
+    scalar="$(printf '%s' "$1" | jq -r --arg key "$2" '.[$key] |
+      if . == null then "null" elif . == true then "True" elif . == false then "False"
+      elif type == "string" or type == "number" then . else error("not a scalar") end' 2>/dev/null)"; then
+    printf '%s\n' "$scalar"
+  else
+    printf '%s' "$1" | python3 -c 'import json,sys; v=json.load(sys.stdin)[sys.argv[1]]; print("null" if v is None else v)' "$2"
+  fi
 }
 
 # run_job ARGS...: `git mullet run --json -q ARGS` in the current repo;
 # sets JOB (the id) and JOB_JSON.
 run_job() {
   local out
-  out="$(git mullet run --json -q "$@")"
-  RUN_CODE=$?
+  RUN_CODE=0
+  out="$(git mullet run --json -q "$@")" || RUN_CODE=$?
   JOB_JSON="$out"
   JOB="$(json_field "$out" id 2>/dev/null || true)"
 }
@@ -119,4 +131,118 @@ run_tests() {
     rm -rf "$TEST_ROOT"
   fi
   [ "$passed" -gt 0 ] && [ "$failed" -eq 0 ]
+}
+
+# ---------------------------------------------------------------------------
+# Helpers for the end-to-end suites (tests/e2e/test_*.sh).
+
+assert_exists() {
+  [ -e "$1" ] || [ -L "$1" ] || fail "$1 does not exist but must"
+}
+
+# assert_matches TEXT REGEX [WHAT]: TEXT matches the extended regex.
+assert_matches() {
+  [[ "$1" =~ $2 ]] || fail "${3:-text} does not match /$2/: $1"
+}
+
+# json_get JSON FILTER: a jq filter over JSON; strings print raw, null as
+# null, everything else as compact JSON (e.g. json_get "$OUT" '.phases[0].name').
+json_get() {
+  printf '%s' "$1" | jq -r "$2"' | if type == "string" then . else tojson end'
+}
+
+# wait_until SECONDS COMMAND...: polls COMMAND until it succeeds; fails the
+# test when it never does.
+wait_until() {
+  local limit="$1"
+  shift
+  local deadline=$((SECONDS + limit))
+  until "$@" >/dev/null 2>&1; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "timed out after ${limit}s waiting for: $*"
+    sleep 0.1
+  done
+}
+
+# job_dir ID: the job's scratch directory in the current repository.
+job_dir() {
+  local common
+  common="$(cd "$(git rev-parse --git-common-dir)" && pwd -P)"
+  echo "$common/mullet/jobs/$1"
+}
+
+# mullet_traces: everything git-mullet keeps in the current repository (refs
+# under refs/mullet, the discard log, scratch directories), for "nothing was
+# changed" comparisons.
+mullet_traces() {
+  local common
+  common="$(git rev-parse --git-common-dir)"
+  git for-each-ref --format='%(refname) %(objectname)' refs/mullet
+  git reflog show --format='%H %gs' refs/mullet/discarded 2>/dev/null || true
+  if [ -d "$common/mullet" ]; then (cd "$common/mullet" && find . | LC_ALL=C sort); fi
+}
+
+# user_state: what the user sees of the current repository, refs/mullet
+# excluded: HEAD, refs, index, work tree (with modes, link targets, bytes),
+# status, stash, config and hooks.
+user_state() {
+  local common
+  common="$(git rev-parse --git-common-dir)"
+  echo "HEAD: $(git symbolic-ref -q HEAD || echo detached) $(git rev-parse -q --verify HEAD || echo unborn)"
+  git for-each-ref --format='%(refname) %(objectname)' | grep -v '^refs/mullet/' || true
+  echo "index:"
+  git ls-files --stage
+  echo "status:"
+  git status --porcelain=v1 --untracked-files=all --ignored
+  echo "stash:"
+  git stash list --format='%H %gs'
+  echo "work tree:"
+  local top
+  top="$(git rev-parse --show-toplevel)"
+  (cd "$top" && find . -path ./.git -prune -o -printf '%p %y %m %l\n' | LC_ALL=C sort)
+  (cd "$top" && find . -path ./.git -prune -o -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
+  echo "config and hooks:"
+  sha256sum "$common/config" "$common/HEAD"
+  (cd "$common" && find hooks info -printf '%p %y %m\n' 2>/dev/null | LC_ALL=C sort)
+}
+
+# assert_clear_error: $ERR is one "git mullet: ..." line (optionally followed
+# by one "hint: ..." line), not a usage dump, not an internal error.
+assert_clear_error() {
+  local first lines
+  first="$(printf '%s\n' "$ERR" | head -n 1)"
+  lines="$(printf '%s\n' "$ERR" | wc -l)"
+  case "$first" in
+    "git mullet: "*) ;;
+    *) fail "stderr does not start with 'git mullet: ': $ERR" ;;
+  esac
+  assert_not_contains "$ERR" "internal error" "stderr"
+  if [ "$lines" -gt 2 ]; then fail "stderr has $lines lines, expected one (and a hint): $ERR"; fi
+  if [ "$lines" -eq 2 ]; then
+    case "$(printf '%s\n' "$ERR" | sed -n 2p)" in
+      "hint: "*) ;;
+      *) fail "the second stderr line is not a hint: $ERR" ;;
+    esac
+  fi
+}
+
+# blob_sha256 REV:PATH: sha256 of a blob's exact bytes.
+blob_sha256() {
+  git cat-file blob "$1" | sha256sum | cut -d' ' -f1
+}
+
+file_sha256() {
+  sha256sum <"$1" | cut -d' ' -f1
+}
+
+# jobs_until_shared_first_char: runs no-change jobs in the current repository
+# until two job ids share their first hex digit (by pigeonhole, at most 17
+# jobs); sets SHARED to that digit.
+jobs_until_shared_first_char() {
+  local i
+  for i in $(seq 1 17); do
+    git mullet run -q -m "filler $i" --command true >/dev/null || fail "filler job $i failed"
+    SHARED="$(git for-each-ref --format='%(refname:lstrip=3)' refs/mullet/jobs | cut -c1 | sort | uniq -d | head -n 1)"
+    [ -z "$SHARED" ] || return 0
+  done
+  fail "17 jobs and no two ids share a first digit"
 }

@@ -40,7 +40,7 @@ Fixture sample() {
       {MountKind::read_only_bind, "/srv/job/git", "/mullet/git"},                // 8: staged
       {MountKind::writable_bind, "/srv/job/home", "/mullet/home"},               // 9: staged
       {MountKind::read_only_bind, "/opt/git-mullet", "/mullet/bin/git-mullet"},  // 10: fd 13
-      {MountKind::mask, "/dev/null", "/usr/agent.sock"},                         // 11
+      {MountKind::mask, "/srv/job/empty", "/usr/agent.sock"},                    // 11: fd 14
   };
   f.plan.env = {{"PATH", "/usr/bin:/bin"}, {"HOME", "/mullet/home"}, {"TMPDIR", "/tmp/mullet-1a2b"}};
   f.plan.must_be_empty = {"/home", "/run"};
@@ -51,6 +51,8 @@ Fixture sample() {
   f.sources[9].staged_path = "/run/mullet/stage/home";
   f.sources[10].fd = 13;
   f.sources[10].is_directory = false;
+  f.sources[11].fd = 14;
+  f.sources[11].is_directory = false;
   return f;
 }
 
@@ -101,7 +103,7 @@ TEST_CASE("binds go through descriptors, or staged paths when staged") {
     INFO(host_path);
     CHECK(count(args, host_path) == 0);
   }
-  CHECK(count(args, "--ro-bind-fd") == 2);
+  CHECK(count(args, "--ro-bind-fd") == 3);
   CHECK(count(args, "--bind-fd") == 1);
 }
 
@@ -114,7 +116,7 @@ TEST_CASE("the other mount kinds") {
   CHECK(has_sequence(args, {"--size", std::to_string(16ULL << 20U), "--tmpfs", "/home"}));
   CHECK(has_sequence(args, {"--size", std::to_string(512ULL << 20U), "--perms", "1777", "--tmpfs", "/tmp"}));
   CHECK(has_sequence(args, {"--perms", "0700", "--dir", "/tmp/mullet-1a2b"}));
-  CHECK(has_sequence(args, {"--ro-bind", "/dev/null", "/usr/agent.sock"}));
+  CHECK(has_sequence(args, {"--ro-bind-fd", "14", "/usr/agent.sock"}));
   CHECK(count(args, "--tmpfs") == 2);
 
   SUBCASE("a tmpfs without a size gets no --size") {
@@ -134,7 +136,7 @@ TEST_CASE("mounts keep the plan's order and the root is remounted read-only afte
   const auto tmp = find_sequence(args, {"--tmpfs", "/tmp"});
   const auto dir = find_sequence(args, {"--dir", "/tmp/mullet-1a2b"});
   const auto work = find_sequence(args, {"--bind-fd", "12", "/mullet/work"});
-  const auto mask = find_sequence(args, {"--ro-bind", "/dev/null", "/usr/agent.sock"});
+  const auto mask = find_sequence(args, {"--ro-bind-fd", "14", "/usr/agent.sock"});
   const auto remount = find_sequence(args, {"--remount-ro", "/"});
   REQUIRE(usr >= 0);
   REQUIRE(remount >= 0);

@@ -33,6 +33,7 @@ PolicyInputs representative_inputs() {
   in.objects_dir = "/home/alice/src/proj/.git/objects";
   in.home_dir = "/home/alice/src/proj/.git/mullet/jobs/0123abcdef/home";
   in.helper_binary = "/usr/local/bin/git-mullet";
+  in.empty_file = "/srv/jobs/abc/empty";
   in.tmp_name = "mullet-1a2b";
   in.root_entries = {{"usr", false, ""},        {"bin", true, "usr/bin"}, {"lib", true, "usr/lib"},
                      {"lib64", false, ""},      {"etc", false, ""},       {"opt", false, ""},
@@ -279,8 +280,8 @@ TEST_CASE("sockets that would be visible through a bind are masked") {
   in.host_env["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=/run/user/1000/bus,guid=ff";  // under a tmpfs
   in.host_env["XDG_RUNTIME_DIR"] = "/usrx/run";                                      // not under /usr
   const Plan plan = build_plan(in);
-  CHECK(mount_at(plan, "/etc/agent/ssh.sock") == Mount{MountKind::mask, "/dev/null", "/etc/agent/ssh.sock"});
-  CHECK(mount_at(plan, "/usr/local/docker.sock") == Mount{MountKind::mask, "/dev/null", "/usr/local/docker.sock"});
+  CHECK(mount_at(plan, "/etc/agent/ssh.sock") == Mount{MountKind::mask, in.empty_file, "/etc/agent/ssh.sock"});
+  CHECK(mount_at(plan, "/usr/local/docker.sock") == Mount{MountKind::mask, in.empty_file, "/usr/local/docker.sock"});
   CHECK(mounts_at(plan, "/run/user/1000/bus").empty());
   CHECK(mounts_at(plan, "/usrx/run").empty());
   // A mask comes after the bind it punches through.

@@ -1,0 +1,85 @@
+# bash completion for git-mullet.                       -*- shell-script -*-
+#
+# Defines _git_mullet, which git's own completion calls for `git mullet ...`
+# (it loads this file through bash-completion's loader, from
+# share/bash-completion/completions/git-mullet). It completes subcommands,
+# their options, refs for --base, and job ids for JOB arguments.
+
+# Job ids in the current repository (honours `git -C DIR mullet ...`).
+__git_mullet_jobs ()
+{
+	__git for-each-ref --format='%(refname:lstrip=3)' refs/mullet/jobs/ 2>/dev/null
+}
+
+_git_mullet ()
+{
+	local subcommands="run list show diff log merge discard config doctor"
+	local subcommand
+	subcommand="$(__git_find_on_cmdline "$subcommands")"
+
+	if [ -z "$subcommand" ]; then
+		case "$cur" in
+		-*)	__gitcomp "--help --version" ;;
+		*)	__gitcomp "$subcommands" ;;
+		esac
+		return
+	fi
+
+	# The value of an option given as a separate word.
+	case "$subcommand,$prev" in
+	run,-m|run,--message|run,--command|run,--title|merge,--branch)
+		# Free text: offer nothing.
+		return ;;
+	run,-F|run,--file)
+		# A file name, or - for standard input: bash's default completion.
+		return ;;
+	run,--base|config,--base)
+		__git_complete_refs
+		return ;;
+	run,--executor)
+		__gitcomp "claude command"
+		return ;;
+	esac
+
+	# The value of an option given as --option=value.
+	case "$subcommand,$cur" in
+	run,--base=*|config,--base=*)
+		__git_complete_refs --cur="${cur#--base=}"
+		return ;;
+	run,--executor=*)
+		__gitcomp "claude command" "" "${cur#--executor=}"
+		return ;;
+	run,--message=*|run,--command=*|run,--title=*|run,--file=*|merge,--branch=*)
+		return ;;
+	esac
+
+	case "$subcommand,$cur" in
+	run,-*)
+		__gitcomp "--message= --file= --base= --executor= --command= --title= --json --dry-run --quiet --help" ;;
+	list,-*|doctor,-*)
+		__gitcomp "--json --help" ;;
+	show,-*)
+		__gitcomp "--json --help" ;;
+	merge,-*)
+		__gitcomp "--branch= --force --help" ;;
+	discard,-*)
+		__gitcomp "--force --help" ;;
+	config,-*)
+		__gitcomp "--base= --help" ;;
+	diff,-*|log,-*)
+		__gitcomp "--help" ;;
+	show,*|diff,*|log,*|merge,*|discard,*)
+		__gitcomp_nl "$(__git_mullet_jobs)" ;;
+	*)
+		COMPREPLY=() ;;
+	esac
+}
+
+# `git-mullet ...` typed directly: the same completion, on top of git's
+# (loaded here if bash-completion has not loaded it yet).
+if ! declare -F __git_complete >/dev/null 2>&1 && declare -F _completion_loader >/dev/null 2>&1; then
+	_completion_loader git >/dev/null 2>&1
+fi
+if declare -F __git_complete >/dev/null 2>&1; then
+	__git_complete git-mullet _git_mullet
+fi

@@ -1,0 +1,59 @@
+# fish completion for git-mullet.
+#
+# Installed as share/fish/vendor_completions.d/git-mullet.fish. It completes
+# `git-mullet ...`; fish's git completion (3.4 and later) hands `git mullet ...`
+# to it, as it does for every git-* command on PATH.
+
+set -l __git_mullet_commands run list show diff log merge discard config doctor
+
+function __git_mullet_jobs
+    git for-each-ref --format='%(refname:lstrip=3)' refs/mullet/jobs/ 2>/dev/null
+end
+
+function __git_mullet_commits
+    echo HEAD
+    git for-each-ref --format='%(refname:short)' refs/heads refs/tags refs/remotes 2>/dev/null
+end
+
+complete -c git-mullet -f
+
+# No subcommand yet.
+complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -l version -d 'Print the version'
+complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -s h -l help -d 'Show help'
+complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a run -d 'Delegate a task to a worker in a sandboxed private clone'
+complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a list -d 'List jobs, newest first'
+complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a show -d "Show one job's record"
+complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a diff -d 'Show what a job changed against its base'
+complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a log -d "Print the worker's output"
+complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a merge -d "Fetch a job's result in as a new branch"
+complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a discard -d "Delete a job's scratch directories and refs"
+complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a config -d 'Print the effective configuration'
+complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a doctor -d 'Check what the sandbox needs on this machine'
+
+# run
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -s m -l message -x -d 'The task, as text'
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -s F -l file -r -F -d 'Read the task from FILE (- for stdin)'
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -l base -x -a '(__git_mullet_commits)' -d 'Commit to start from'
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -l executor -x -a 'claude command' -d 'The worker'
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -l command -x -d 'Shell command for the command executor'
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -l title -x -d 'A title for the job'
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -l json -d 'Print the job record as JSON'
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -l dry-run -d 'Print the sandbox plan and run nothing'
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -s q -l quiet -d "Do not echo the worker's output"
+
+# list, show, doctor
+complete -c git-mullet -n '__fish_seen_subcommand_from list show doctor' -l json -d 'Print JSON'
+
+# Commands that take a JOB.
+complete -c git-mullet -n '__fish_seen_subcommand_from show diff log merge discard' -a '(__git_mullet_jobs)' -d Job
+
+# merge, discard
+complete -c git-mullet -n '__fish_seen_subcommand_from merge' -l branch -x -d 'Branch name (default: mullet/<id>)'
+complete -c git-mullet -n '__fish_seen_subcommand_from merge' -l force -d 'Take the result of a job that did not succeed'
+complete -c git-mullet -n '__fish_seen_subcommand_from discard' -l force -d 'Stop the job first if it is running'
+
+# config
+complete -c git-mullet -n '__fish_seen_subcommand_from config' -l base -x -a '(__git_mullet_commits)' -d 'Read .mullet.toml from this commit'
+
+# Every subcommand takes -h/--help.
+complete -c git-mullet -n "__fish_seen_subcommand_from $__git_mullet_commands" -s h -l help -d 'Show help'
