@@ -13,7 +13,7 @@ namespace {
 std::string boot_id() { return util::trim(util::read_file_if_exists("/proc/sys/kernel/random/boot_id").value_or("")); }
 
 std::uint64_t start_ticks(int pid) {
-  const auto stat = util::read_file_if_exists("/proc/" + std::to_string(pid) + "/stat");
+  const auto stat = util::read_proc_file("/proc/" + std::to_string(pid) + "/stat");
   if (!stat) return 0;
   const auto close = stat->rfind(')');
   if (close == std::string::npos) return 0;

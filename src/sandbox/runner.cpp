@@ -41,7 +41,7 @@ std::map<pid_t, ProcInfo> read_processes() {
   while (const dirent* entry = ::readdir(dir)) {
     const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
     if (pid <= 0) continue;
-    const auto stat = util::read_file_if_exists("/proc/" + std::to_string(pid) + "/stat");
+    const auto stat = util::read_proc_file("/proc/" + std::to_string(pid) + "/stat");
     if (!stat) continue;
     // Fields after the command name, which may contain spaces and ')'.
     const auto close = stat->rfind(')');
@@ -84,7 +84,7 @@ unsigned long processes_of_uid(uid_t uid) {
   if (dir == nullptr) return 0;
   while (const dirent* entry = ::readdir(dir)) {
     if (std::atoi(entry->d_name) <= 0) continue;
-    const auto status = util::read_file_if_exists(std::string("/proc/") + entry->d_name + "/status");
+    const auto status = util::read_proc_file(std::string("/proc/") + entry->d_name + "/status");
     if (!status) continue;
     const auto at = status->find("\nUid:\t");
     if (at != std::string::npos && static_cast<uid_t>(std::atoi(status->c_str() + at + 6)) == uid) ++count;
@@ -96,7 +96,7 @@ unsigned long processes_of_uid(uid_t uid) {
 // Shared memory in use on the host (tmpfs files, memfd, SysV/POSIX shm), in
 // bytes: memory a sandbox can hold without any of it in a process's RSS.
 std::uint64_t host_shared_memory_bytes() {
-  const auto meminfo = util::read_file_if_exists("/proc/meminfo").value_or("");
+  const auto meminfo = util::read_proc_file("/proc/meminfo").value_or("");
   const auto at = meminfo.find("\nShmem:");
   if (at == std::string::npos) return 0;
   return std::strtoull(meminfo.c_str() + at + 8, nullptr, 10) * 1024ULL;

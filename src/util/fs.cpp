@@ -35,6 +35,14 @@ std::optional<std::string> read_file_if_exists(const std::string& path) {
   return content;
 }
 
+std::optional<std::string> read_proc_file(const std::string& path) {
+  try {
+    return read_file_if_exists(path);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
 std::string read_file(const std::string& path) {
   auto content = read_file_if_exists(path);
   if (!content) throw failure("cannot read " + path + ": " + errno_text(ENOENT));

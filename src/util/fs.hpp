@@ -15,6 +15,9 @@ namespace mullet::util {
 std::string read_file(const std::string& path);
 // Reads a file if it exists; nullopt when it does not.
 std::optional<std::string> read_file_if_exists(const std::string& path);
+// A file under /proc that may vanish while being read (its process ended):
+// nullopt on any error.
+std::optional<std::string> read_proc_file(const std::string& path);
 // Writes through a temporary file and rename(), so readers never see half a file.
 void write_file_atomic(const std::string& path, const std::string& content, mode_t mode = 0644);
 void write_file(const std::string& path, const std::string& content, mode_t mode = 0644);
