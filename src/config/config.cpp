@@ -116,6 +116,14 @@ bool valid_destination(const std::string& item) {
   return number >= 1 && number <= 65535;
 }
 
+// Whether a host:port grant names an address rather than a host name (IPv6 in
+// brackets, or anything starting with a digit: 127.1, 0x7f.1 and the like).
+bool names_an_address(const std::string& grant) {
+  const auto colon = grant.rfind(':');
+  const std::string host = colon == std::string::npos ? grant : grant.substr(0, colon);
+  return !host.empty() && (host[0] == '[' || (host[0] >= '0' && host[0] <= '9'));
+}
+
 // Checks a value's content; returns an error message or empty.
 std::string validate(const std::string& key, const Value& value) {
   if (key == "run.executor") {
@@ -278,8 +286,12 @@ std::vector<Problem> Config::merge_toml(const std::string& text, const std::stri
           const auto& allowed = std::get<std::vector<std::string>>(current.value);
           bool widened = false;
           for (const auto& item : std::get<std::vector<std::string>>(*value)) {
+            // "*" means any public destination; an address (which may be the
+            // host's own, a private network's, or cloud metadata) is covered
+            // only when the user lists it exactly.
+            const bool star_covers = !(key.rfind("network.", 0) == 0 && names_an_address(item));
             const bool listed = std::find(allowed.begin(), allowed.end(), item) != allowed.end() ||
-                                std::find(allowed.begin(), allowed.end(), "*") != allowed.end();
+                                (star_covers && std::find(allowed.begin(), allowed.end(), "*") != allowed.end());
             if (!listed) {
               problems.push_back({ExitCode::refused, widen + "may only narrow this list; '" + item +
                                                          "' is not in your user config"});

@@ -5,7 +5,8 @@
 # proxy's own socket refuses the same), nothing is left running or listening
 # when the job ends, dependency directories setup created are read-only for the
 # worker and left out of the result, the repository's .mullet.toml can only
-# narrow the grants, and --dry-run shows them.
+# narrow the grants (also under "*", which never covers the host's own
+# addresses), and --dry-run shows them.
 #
 # Everything stays on loopback: the servers here bind 127.0.0.1 on an
 # ephemeral port, live at most 120 s and are killed when their test ends.
@@ -102,6 +103,7 @@ PY
 #   net.py connect VIA HOST PORT N     CONNECT through the bridge (VIA=tcp) or the proxy's own
 #                                      socket (VIA=unix), then N random bytes there and back
 #   net.py rawget VIA URL              an absolute-URI GET by hand: "status CODE BYTES"
+#   net.py tunnelget HOST PORT PATH    http.client's GET through a CONNECT tunnel (set_tunnel)
 #   net.py direct HOST PORT            a plain TCP connection: "connected" or "error ERRNO"
 #   net.py linger MARK                 leaves a daemon listening on 127.0.0.1 behind
 #   net.py wait PATH SECONDS           waits for PATH to exist
@@ -182,6 +184,19 @@ def rawget(via, url):
         s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (url, host)).encode())
         code, rest = split_head(read_all(s))
         return "status %s %d %s" % (code, len(rest), rest[:200].decode("latin-1").strip())
+    except Exception as e:
+        return error_text(e)
+
+def tunnelget(host, port, path):
+    import http.client
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", 3128, timeout=15)
+        conn.set_tunnel(host, int(port))
+        conn.request("GET", path)
+        r = conn.getresponse()
+        body = r.read()
+        conn.close()
+        return "status %d %d %s" % (r.status, len(body), body.decode("latin-1").strip())
     except Exception as e:
         return error_text(e)
 
@@ -362,29 +377,47 @@ test_the_worker_reaches_the_server_only_when_granted() {
   assert_eq "$(accepts HTTP)" 2 "connections"
 }
 
+# free_port: a loopback port nothing listens on (bound, then closed).
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
 test_connect_tunnels_only_to_granted_destinations() {
+  mkdir files
+  printf 'payload\n' >files/data.txt
   start_server echo ECHO
   start_server echo OTHER
+  start_server http HTTP "$PWD/files"
   probe_from_host "$OTHER" OTHER
+  local dead
+  dead="$(free_port)"
   net_repo repo
   cd repo
-  user_config "" "\"127.0.0.1:$ECHO\""
+  user_config "" "\"127.0.0.1:$ECHO\", \"127.0.0.1:$HTTP\", \"127.0.0.1:$dead\""
   run_job -m tunnel --command "{ python3 net.py connect tcp 127.0.0.1 $ECHO 300000
-    python3 net.py connect tcp 127.0.0.1 $OTHER 10; } >report"
+    python3 net.py connect tcp 127.0.0.1 $OTHER 10
+    python3 net.py tunnelget 127.0.0.1 $HTTP /data.txt
+    python3 net.py connect tcp 127.0.0.1 $dead 10; } >report"
   [ "$RUN_CODE" = 0 ] || fail "the job failed ($RUN_CODE): $JOB_JSON"
   local report
   report="$(result_file report)"
   assert_contains "$report" "connect tcp 127.0.0.1 $ECHO 300000 -> ok 300000" "round trip"
   assert_contains "$report" "connect tcp 127.0.0.1 $OTHER 10 -> status 403" "non-granted port"
-  assert_contains "$report" "not on the allow list" "the refusal's body"
+  assert_contains "$report" "CONNECT 127.0.0.1:$OTHER: not on the allow list" "the refusal's body"
+  assert_contains "$report" "tunnelget 127.0.0.1 $HTTP /data.txt -> status 200 8 payload" "http.client through a tunnel"
+  assert_contains "$report" "connect tcp 127.0.0.1 $dead 10 -> status 502" "granted but nothing listening"
   # The echo server saw the bytes once each way; the other one nothing.
   wait_closes ECHO 1
+  wait_closes HTTP 1
   assert_eq "$(accepts ECHO)" 1 "connections to the granted server"
   assert_eq "$(json_get "$(server_log ECHO | grep '"close"')" '[.received, .sent] | tojson')" '[300000,300000]' "echoed"
   assert_eq "$(accepts OTHER)" 1 "connections to the other server (the host's probe only)"
-  # Both decisions in the record, with the bytes of the tunnel.
+  assert_eq "$(json_get "$(server_log HTTP | grep '"close"')" .request)" "GET /data.txt HTTP/1.1" "the tunnelled request"
+  # Every decision in the record, with the bytes of the tunnels.
+  local http_seen
+  http_seen="$(server_log HTTP | grep '"close"')"
   assert_eq "$(decisions 0 | jq -sc 'map([.method, .host, .port, .allowed, .reason, .bytes_up, .bytes_down])')" \
-    "[[\"CONNECT\",\"127.0.0.1\",$ECHO,true,\"on the allow list\",300000,300000],[\"CONNECT\",\"127.0.0.1\",$OTHER,false,\"not on the allow list\",0,0]]" \
+    "[[\"CONNECT\",\"127.0.0.1\",$ECHO,true,\"on the allow list\",300000,300000],[\"CONNECT\",\"127.0.0.1\",$OTHER,false,\"not on the allow list\",0,0],[\"CONNECT\",\"127.0.0.1\",$HTTP,true,\"on the allow list\",$(json_get "$http_seen" .received),$(json_get "$http_seen" .sent)],[\"CONNECT\",\"127.0.0.1\",$dead,true,\"upstream unreachable: Connection refused\",0,0]]" \
     "decisions"
 }
 
@@ -419,6 +452,90 @@ test_loopback_by_name_is_refused_even_when_granted() {
   wait_closes CONTROL 1
   assert_eq "$(accepts CONTROL)" 1 "connections to the exact address"
   assert_eq "$(accepts ECHO)" 0 "connections to the server granted by name"
+}
+
+test_a_star_grant_never_reaches_the_host() {
+  mkdir files
+  printf 'payload\n' >files/data.txt
+  start_server http HTTP "$PWD/files"
+  start_server echo CONTROL
+  net_repo repo
+  cd repo
+  # "*" is any destination but the host's and its networks': every spelling
+  # of loopback (by name, by address, IPv6, mapped, numeric forms), private,
+  # link-local (cloud metadata) and unspecified addresses is refused before
+  # any connection is tried.
+  user_config "" '"*", "127.0.0.1:'"$CONTROL"'"'
+  local targets=(127.0.0.1 "[::1]" "[::ffff:127.0.0.1]" 0.0.0.0 127.1 2130706433 0x7f000001 127.0.0.2
+    localhost LOCALHOST localhost. sub.localhost 10.0.0.1 172.16.0.1 192.168.0.1 169.254.169.254 100.64.0.1 "[fe80::1]")
+  local cmd="" target
+  for target in "${targets[@]}"; do cmd="$cmd python3 net.py connect tcp $target $HTTP 10;"; done
+  run_job -m star --command "{ $cmd
+    python3 net.py get http://127.0.0.1:$HTTP/data.txt got.txt
+    python3 net.py connect tcp 127.0.0.1 $CONTROL 100; } >report"
+  [ "$RUN_CODE" = 0 ] || fail "the job failed ($RUN_CODE): $JOB_JSON"
+  local report
+  report="$(result_file report)"
+  assert_contains "$report" "connect tcp 127.0.0.1 $CONTROL 100 -> ok 100" "the exact grant (the positive control)"
+  for target in "${targets[@]}"; do
+    assert_contains "$report" "connect tcp $target $HTTP 10 -> status 403 " "$target"
+  done
+  assert_matches "$report" "get http://127.0.0.1:$HTTP/data.txt got.txt -> error HTTPError.*403" "absolute-URI GET"
+  assert_eq "$(decisions 0 | jq -s 'map(select(.allowed == false)) | length')" "$((${#targets[@]} + 1))" "refusals in the record"
+  assert_eq "$(decisions 0 | jq -c 'select(.host == "169.254.169.254") | [.allowed, .reason]')" \
+    '[false,"resolves to a link-local address 169.254.169.254"]' "the metadata address's decision"
+  wait_closes CONTROL 1
+  assert_eq "$(accepts HTTP)" 0 "connections to the server"
+}
+
+test_each_phase_gets_its_own_grants() {
+  mkdir files
+  printf 'payload\n' >files/data.txt
+  start_server http HTTP "$PWD/files"
+  start_server echo ECHO
+  net_repo repo
+  cd repo
+  local url="http://127.0.0.1:$HTTP/data.txt"
+  user_config "\"127.0.0.1:$HTTP\"" "\"127.0.0.1:$ECHO\""
+  run_job -m phases \
+    --setup "{ python3 net.py get $url setup.txt; python3 net.py connect tcp 127.0.0.1 $ECHO 10; } >setup-report" \
+    --command "{ python3 net.py get $url worker.txt; python3 net.py connect tcp 127.0.0.1 $ECHO 10; } >worker-report"
+  [ "$RUN_CODE" = 0 ] || fail "the job failed ($RUN_CODE): $JOB_JSON"
+  local setup worker
+  setup="$(result_file setup-report)"
+  worker="$(result_file worker-report)"
+  assert_contains "$setup" "get $url setup.txt -> ok 8" "setup report"
+  assert_contains "$setup" "connect tcp 127.0.0.1 $ECHO 10 -> status 403" "setup report"
+  assert_matches "$worker" "get $url worker.txt -> error HTTPError.*403" "worker report"
+  assert_contains "$worker" "connect tcp 127.0.0.1 $ECHO 10 -> ok 10" "worker report"
+  assert_eq "$(json_get "$JOB_JSON" '[.phases[] | [.name, .grants]]')" \
+    "[[\"setup\",[\"127.0.0.1:$HTTP\"]],[\"worker\",[\"127.0.0.1:$ECHO\"]]]" "grants"
+  assert_eq "$(decisions 0 | jq -sc 'map([.method, .port, .allowed])')" \
+    "[[\"GET\",$HTTP,true],[\"CONNECT\",$ECHO,false]]" "setup decisions"
+  assert_eq "$(decisions 1 | jq -sc 'map([.method, .port, .allowed])')" \
+    "[[\"GET\",$HTTP,false],[\"CONNECT\",$ECHO,true]]" "worker decisions"
+  wait_closes HTTP 1
+  wait_closes ECHO 1
+  assert_eq "$(accepts HTTP) $(accepts ECHO)" "1 1" "connections"
+}
+
+test_a_failing_setup_keeps_its_decisions_and_the_worker_never_runs() {
+  start_server echo ECHO
+  net_repo repo
+  cd repo
+  user_config "\"127.0.0.1:$ECHO\"" "\"127.0.0.1:$ECHO\""
+  run_job -m failing --setup "python3 net.py connect tcp 127.0.0.1 $ECHO 10; python3 net.py connect tcp 127.0.0.1 1 10; exit 7" \
+    --command "python3 net.py connect tcp 127.0.0.1 $ECHO 10" 2>../stderr
+  assert_contains "$(cat ../stderr)" "the setup phase failed (exit code 7)" "stderr"
+  [ "$RUN_CODE" != 0 ] || fail "the job succeeded: $JOB_JSON"
+  assert_eq "$(json_field "$JOB_JSON" state)" failed
+  assert_contains "$(json_field "$JOB_JSON" error)" "setup phase failed"
+  assert_eq "$(json_field "$JOB_JSON" result)" null
+  assert_eq "$(json_get "$JOB_JSON" '[.phases[].name]')" '["setup"]' "phases"
+  assert_eq "$(decisions 0 | jq -sc 'map([.method, .port, .allowed, .reason, .bytes_up])')" \
+    "[[\"CONNECT\",$ECHO,true,\"on the allow list\",10],[\"CONNECT\",1,false,\"not on the allow list\",0]]" "setup decisions"
+  wait_closes ECHO 1
+  assert_eq "$(accepts ECHO)" 1 "connections (the setup's only)"
 }
 
 test_no_way_around_the_proxy() {
@@ -524,38 +641,81 @@ listening_unix_paths() {
     NR > 1 && ($7 in mine) && $4 == "00010000" && $8 != "" { print $8 }' /proc/net/unix
 }
 
+# job_file NAME: NAME in the work tree of the (only) job running in this
+# repository, once it exists.
+job_file() { compgen -G ".git/mullet/jobs/*/work/$1" | head -n 1; }
+
+# phase_processes PID: sets TREE (the processes under PID), BRIDGE (the
+# bridge among them) and SOCKET (the unix socket PID listens on).
+phase_processes() {
+  TREE="$(descendants "$1")"
+  BRIDGE="$(printf '%s\n' "$TREE" | awk '$4 == "/mullet/bin/git-mullet" && $5 == "__wall-check" && / --bridge 3128:\/mullet\/proxy.sock /')"
+  [ -n "$BRIDGE" ] || fail "no bridge among the job's processes: $TREE"
+  SOCKET="$(listening_unix_paths "$1")"
+  assert_matches "$SOCKET" '^/tmp/mullet-proxy-[^/]+/proxy\.sock$' "the proxy's listening socket"
+  [ -S "$SOCKET" ] || fail "$SOCKET is not a socket"
+  # Only the job's own user can reach the socket from the host.
+  assert_eq "$(stat -c '%a %u' "$(dirname "$SOCKET")")" "700 $(id -u)" "the socket directory's mode and owner"
+  if command -v ss >/dev/null; then assert_contains "$(ss -Hxl)" "$SOCKET" "ss -xl"; fi
+}
+
+# assert_gone TREE: none of these processes (proc_table lines) is running.
+assert_gone() {
+  local line
+  while IFS= read -r line; do
+    [ -n "$line" ] || continue
+    if still_running "$(awk '{ print $1, $3 }' <<<"$line")"; then fail "still running: $line"; fi
+  done <<<"$1"
+}
+
+assert_socket_gone() {
+  assert_absent "$1"
+  assert_absent "$(dirname "$1")"
+  if command -v ss >/dev/null; then assert_not_contains "$(ss -Hxl)" "$1" "ss -xl"; fi
+}
+
 test_nothing_is_left_running_or_listening() {
   start_server echo ECHO
   net_repo repo
   cd repo
-  user_config "" "\"127.0.0.1:$ECHO\""
+  user_config "\"127.0.0.1:$ECHO\"" "\"127.0.0.1:$ECHO\""
   local mark="lingering-$RANDOM$RANDOM"
-  ss -Htln >../tcp-before
-  git-mullet run --json -q -m linger --command "
-    python3 net.py linger $mark </dev/null >/dev/null 2>&1
-    { python3 net.py direct 127.0.0.1 3128; python3 net.py connect tcp 127.0.0.1 $ECHO 100; } >report
-    touch started
-    python3 net.py wait go 60 >>report" >../job.json 2>../job.err &
+  ss -Htln >../tcp-before 2>/dev/null || true
+  # Each phase leaves a daemon listening on its loopback, uses the proxy, and
+  # waits for the go-ahead while the test looks at it from the host.
+  git-mullet run --json -q -m linger \
+    --setup "python3 net.py linger setup-$mark </dev/null >/dev/null 2>&1
+      python3 net.py connect tcp 127.0.0.1 $ECHO 100 >setup-report
+      touch setup-started
+      python3 net.py wait setup-go 60 >>setup-report" \
+    --command "python3 net.py linger $mark </dev/null >/dev/null 2>&1
+      { python3 net.py direct 127.0.0.1 3128; python3 net.py connect tcp 127.0.0.1 $ECHO 100; } >report
+      touch started
+      python3 net.py wait go 60 >>report" >../job.json 2>../job.err &
   local mullet=$!
-  wait_until 60 compgen -G '.git/mullet/jobs/*/work/started'
-  local work
-  work="$(dirname "$(compgen -G '.git/mullet/jobs/*/work/started')")"
-  # While the worker waits: the job's processes, the bridge among them, the
-  # lingering listener, and the proxy's socket.
-  local tree bridge lingerer sockets
-  tree="$(descendants "$mullet")"
-  bridge="$(printf '%s\n' "$tree" | awk '$4 == "/mullet/bin/git-mullet" && $5 == "__wall-check" && / --bridge 3128:\/mullet\/proxy.sock /')"
-  lingerer="$(printf '%s\n' "$tree" | grep -F -- "$mark" | grep -F "net.py linger" || true)"
-  [ -n "$bridge" ] || fail "no bridge among the job's processes: $tree"
-  [ -n "$lingerer" ] || fail "the lingering listener is not among the job's processes: $tree"
-  sockets="$(listening_unix_paths "$mullet")"
-  assert_matches "$sockets" '^/tmp/mullet-proxy-[^/]+/proxy\.sock$' "the proxy's listening socket"
-  [ -S "$sockets" ] || fail "$sockets is not a socket"
-  if command -v ss >/dev/null; then
-    assert_contains "$(ss -Hxl)" "$sockets" "ss -xl during the job"
-  fi
-  # Let the worker end, and the job with it.
-  touch "$work/go"
+  # Should this test fail half-way, the job is let go rather than left waiting.
+  trap 'stop_servers; for f in .git/mullet/jobs/*/work; do touch "$f/setup-go" "$f/go" 2>/dev/null || true; done
+    wait '"$mullet"' 2>/dev/null || true' EXIT
+
+  # The setup phase: its processes, bridge and socket.
+  wait_until 60 job_file setup-started
+  phase_processes "$mullet"
+  local setup_tree="$TREE" setup_bridge="$BRIDGE" setup_socket="$SOCKET"
+  assert_contains "$setup_tree" "net.py linger setup-$mark" "the setup's processes"
+  touch "$(dirname "$(job_file setup-started)")/setup-go"
+
+  # The worker phase: setup's are all gone by now; its own are new.
+  wait_until 60 job_file started
+  phase_processes "$mullet"
+  local worker_tree="$TREE" worker_bridge="$BRIDGE" worker_socket="$SOCKET"
+  assert_gone "$setup_tree"
+  assert_socket_gone "$setup_socket"
+  [ "$worker_socket" != "$setup_socket" ] || fail "the worker reuses the setup's proxy socket"
+  [ "$worker_bridge" != "$setup_bridge" ] || fail "the worker reuses the setup's bridge"
+  assert_contains "$worker_tree" "net.py linger $mark" "the worker's processes"
+
+  # The end of the job.
+  touch "$(dirname "$(job_file started)")/go"
   local code=0
   wait "$mullet" || code=$?
   [ "$code" = 0 ] || fail "the job failed ($code): $(cat ../job.err)"
@@ -565,12 +725,10 @@ test_nothing_is_left_running_or_listening() {
   assert_contains "$report" "direct 127.0.0.1 3128 -> connected" "the bridge inside"
   assert_contains "$report" "connect tcp 127.0.0.1 $ECHO 100 -> ok 100" "the tunnel"
   assert_contains "$report" "wait go 60 -> go" "the worker's end"
+  assert_contains "$(result_file setup-report)" "connect tcp 127.0.0.1 $ECHO 100 -> ok 100" "the setup's tunnel"
   # Nothing of the job is left: no process, no socket, no socket directory.
-  local line
-  while IFS= read -r line; do
-    [ -n "$line" ] || continue
-    if still_running "$(awk '{ print $1, $3 }' <<<"$line")"; then fail "still running after the job: $line"; fi
-  done <<<"$tree"
+  assert_gone "$worker_tree"
+  assert_socket_gone "$worker_socket"
   local survivors
   survivors="$(proc_table "$mark")"
   [ -z "$survivors" ] || fail "a process of the job survived: $survivors"
@@ -579,18 +737,41 @@ test_nothing_is_left_running_or_listening() {
   local sleeper=$!
   assert_contains "$(proc_table "$mark")" "time.sleep(30) $mark" "the process search"
   kill "$sleeper"
-  assert_absent "$sockets"
-  assert_absent "$(dirname "$sockets")"
   if command -v ss >/dev/null; then
-    assert_not_contains "$(ss -Hxl)" "$sockets" "ss -xl after the job"
-    # No TCP listener appeared on the host (the bridge lived in the
-    # sandbox's own network namespace, and died with it).
+    # No TCP listener appeared on the host (the bridges lived in the
+    # sandboxes' own network namespaces, and died with them).
     ss -Htln >../tcp-after
     local new
     new="$(comm -13 <(sort ../tcp-before) <(sort ../tcp-after) | grep -v ":$ECHO " || true)"
     assert_not_contains "$new" ":3128 " "new TCP listeners"
     assert_not_contains "$(ss -Htln)" "127.0.0.1:3128 " "TCP listeners"
   fi
+}
+
+test_a_cancelled_job_leaves_nothing_behind_either() {
+  start_server echo ECHO
+  net_repo repo
+  cd repo
+  user_config "" "\"127.0.0.1:$ECHO\""
+  git-mullet run --json -q -m cancel --command "python3 net.py connect tcp 127.0.0.1 $ECHO 10 >report; touch started; sleep 50" \
+    >../job.json 2>../job.err &
+  local mullet=$!
+  # Should this test fail half-way, the job is cancelled (once only: the pid
+  # is not ours any more once waited for).
+  trap 'stop_servers; if [ ! -e ../job.done ]; then kill -TERM '"$mullet"' 2>/dev/null || true; wait '"$mullet"' 2>/dev/null || true; fi' EXIT
+  wait_until 60 job_file started
+  phase_processes "$mullet"
+  local tree="$TREE" socket="$SOCKET"
+  kill -TERM "$mullet"
+  local code=0
+  wait "$mullet" || code=$?
+  touch ../job.done
+  [ "$code" != 0 ] || fail "the cancelled job exited 0"
+  JOB_JSON="$(cat ../job.json)"
+  assert_eq "$(json_field "$JOB_JSON" state)" cancelled
+  assert_eq "$(decisions 0 | jq -c '[.method, .port, .allowed, .bytes_up, .bytes_down]')" "[\"CONNECT\",$ECHO,true,10,10]" "decisions"
+  assert_gone "$tree"
+  assert_socket_gone "$socket"
 }
 
 test_dependency_dirs_are_read_only_and_left_out() {
@@ -638,9 +819,9 @@ test_a_tracked_path_setup_turns_into_a_dependency_dir_keeps_the_base_content() {
   git -C repo add build
   git -C repo commit -qm "build is a file"
   cd repo
-  user_config "" ""
-  run_job -m deps --setup 'rm build && mkdir build && echo artefact >build/out.o' \
-    --command 'echo "read: $(cat build/out.o)" >report; echo x >build/more 2>/dev/null && echo wrote >>report; true'
+  # (Setup from the config this time, not --setup.)
+  user_config "" "" $'[run]\nsetup = "rm build && mkdir build && echo artefact >build/out.o"'
+  run_job -m deps --command 'echo "read: $(cat build/out.o)" >report; echo x >build/more 2>/dev/null && echo wrote >>report; true'
   [ "$RUN_CODE" = 0 ] || fail "the job failed ($RUN_CODE): $JOB_JSON"
   local result
   result="$(json_field "$JOB_JSON" result)"
@@ -695,6 +876,44 @@ test_the_repository_may_only_narrow_the_grants() {
   [ "$RUN_CODE" = 0 ] || fail "the job failed ($RUN_CODE): $JOB_JSON"
   assert_contains "$(result_file report)" "env  -> no proxy variables" "worker report"
   assert_eq "$(json_get "$JOB_JSON" '.phases[0].grants')" '[]' "grants in the record"
+}
+
+test_a_repository_cannot_turn_star_into_a_host_address() {
+  start_server echo ECHO
+  net_repo repo
+  cd repo
+  # "*" is any destination *but* loopback, private and link-local ones; only
+  # a grant naming such an address exactly reaches it. So a repository that
+  # names one under the user's "*" widens the grant, and must be refused.
+  user_config "" '"*"'
+  # The positive control: narrowing "*" to an ordinary destination is fine.
+  printf '[network]\nworker = ["example.com:443"]\n' >.mullet.toml
+  git add .mullet.toml
+  git commit -qm narrow
+  expect_exit 0 git mullet run --dry-run --json -m x --command true
+  assert_eq "$(json_get "$OUT" '.phases[0].network.grants')" '["example.com:443"]' "narrowed grants"
+  local problems="" target
+  # The host's own addresses, by dry run (nothing connects).
+  for target in "169.254.169.254:80" "10.0.0.1:5432" "[::1]:22"; do
+    printf '[network]\nworker = ["%s"]\n' "$target" >.mullet.toml
+    git commit -qam "$target"
+    local code=0
+    git mullet run --dry-run --json -m x --command true >../dry.json 2>../dry.err || code=$?
+    [ "$code" = 3 ] || problems="$problems
+  - worker = [\"$target\"] under the user's [\"*\"]: exit $code (expected 3), grants $(jq -c '.phases[0].network.grants' ../dry.json 2>/dev/null)"
+  done
+  # And for real: the repository reaches a service on the host's loopback.
+  printf '[network]\nworker = ["127.0.0.1:%s"]\n' "$ECHO" >.mullet.toml
+  git commit -qam loopback
+  run_job -m widen --command "python3 net.py connect tcp 127.0.0.1 $ECHO 10 >report" 2>/dev/null
+  if [ "$RUN_CODE" != 3 ]; then
+    problems="$problems
+  - worker = [\"127.0.0.1:$ECHO\"] under the user's [\"*\"]: exit $RUN_CODE (expected 3), grants $(json_get "$JOB_JSON" '.phases[0].grants' 2>/dev/null), worker: $(result_file report 2>/dev/null)"
+  fi
+  sleep 0.2
+  [ "$(accepts ECHO)" = 0 ] || problems="$problems
+  - the loopback server got $(accepts ECHO) connection(s) from the job"
+  [ -z "$problems" ] || fail "the repository's .mullet.toml widened the user's \"*\":$problems"
 }
 
 test_dry_run_shows_the_grants() {

@@ -483,3 +483,21 @@ TEST_CASE("source_name") {
   CHECK(mullet::config::source_name(Source::repo_file) == "repository config");
   CHECK(mullet::config::source_name(Source::flag) == "flag");
 }
+
+TEST_CASE("a repository cannot narrow \"*\" to an address") {
+  // "*" reaches public destinations only; naming an address (the host's own,
+  // a private network, cloud metadata) would widen it.
+  Config config;
+  REQUIRE(config.merge_toml("[network]\nworker = [\"*\"]\n", "user.toml", Source::user_file).empty());
+  CHECK(config.merge_toml("[network]\nworker = [\"api.example.com:443\"]\n", "repo", Source::repo_file).empty());
+  for (const char* item : {"127.0.0.1:8080", "169.254.169.254:80", "[::1]:22", "10.0.0.1:5432"}) {
+    Config fresh;
+    REQUIRE(fresh.merge_toml("[network]\nworker = [\"*\"]\n", "user.toml", Source::user_file).empty());
+    const auto problems =
+        fresh.merge_toml(std::string("[network]\nworker = [\"") + item + "\"]\n", "repo", Source::repo_file);
+    INFO(item);
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].severity == mullet::ExitCode::refused);
+    CHECK(fresh.list("network.worker") == std::vector<std::string>{"*"});
+  }
+}
