@@ -24,8 +24,8 @@ constexpr const char* exit_codes_help =
     "  3  refused by policy or by the sandbox; nothing was run\n";
 
 const Command commands[] = {
-    {"run", add_run_command},         {"list", add_list_command},   {"show", add_show_command},
-    {"diff", add_diff_command},       {"log", add_log_command},     {"merge", add_merge_command},
+    {"run", add_run_command},         {"list", add_list_command},     {"show", add_show_command},
+    {"diff", add_diff_command},       {"log", add_log_command},       {"merge", add_merge_command},
     {"discard", add_discard_command}, {"config", add_config_command}, {"doctor", add_doctor_command},
 };
 
@@ -73,8 +73,8 @@ int run_main(int argc, char** argv) {
   } catch (const Error& error) {
     return report(error);
   } catch (const std::exception& error) {
-    return report(failure(std::string("internal error: ") + error.what(),
-                          "please report this with the command you ran"));
+    return report(
+        failure(std::string("internal error: ") + error.what(), "please report this with the command you ran"));
   }
 }
 

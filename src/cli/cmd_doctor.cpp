@@ -20,7 +20,8 @@ int doctor(bool json) {
       std::cout << mark << "  " << check.name << ": " << check.detail << "\n";
       if (!check.ok && !check.fix.empty()) std::cout << "      fix: " << check.fix << "\n";
     }
-    std::cout << (required_ok ? "the sandbox can be built here\n" : "jobs will be refused until the failures are fixed\n");
+    std::cout << (required_ok ? "the sandbox can be built here\n"
+                              : "jobs will be refused until the failures are fixed\n");
   }
   return required_ok ? 0 : static_cast<int>(ExitCode::refused);
 }

@@ -74,7 +74,8 @@ int run(const RunOptions& options) {
   const auto outcome = jobs::run_job(repo, config, request);
   const auto& record = outcome.record;
   if (!record.error.empty()) {
-    std::cerr << "git mullet: job " << record.id << " " << jobs::state_name(record.state) << ": " << record.error << "\n";
+    std::cerr << "git mullet: job " << record.id << " " << jobs::state_name(record.state) << ": " << record.error
+              << "\n";
     if (!outcome.hint.empty()) std::cerr << "hint: " << outcome.hint << "\n";
   }
   if (options.json) {

@@ -34,7 +34,8 @@ int show(const ShowOptions& options) {
   print_field("state", jobs::state_name(state) + (state == jobs::JobState::no_changes ? " (no changes)" : ""));
   print_field("base", record.base);
   print_field("result", record.result.empty() ? "none" : record.result);
-  print_field("executor", record.executor.name + (record.executor.command.empty() ? "" : ": " + record.executor.command) +
+  print_field("executor", record.executor.name +
+                              (record.executor.command.empty() ? "" : ": " + record.executor.command) +
                               (record.executor.version.empty() ? "" : " (" + record.executor.version + ")"));
   print_field("created", record.created_at);
   print_field("finished", record.finished_at.empty() ? "-" : record.finished_at);

@@ -50,6 +50,8 @@ nlohmann::json job_json(const jobs::JobRecord& record) {
   return json;
 }
 
-std::string short_sha(const std::string& sha) { return sha.substr(0, 12); }
+std::string short_sha(const std::string& sha) {
+  return sha.substr(0, 12);
+}
 
 }  // namespace mullet::cli

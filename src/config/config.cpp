@@ -184,12 +184,18 @@ const Entry& Config::entry(const std::string& key) const {
   if (found == m_entries.end()) throw failure("internal error: unknown configuration key " + key);
   return found->second;
 }
-const std::string& Config::string(const std::string& key) const { return std::get<std::string>(entry(key).value); }
+const std::string& Config::string(const std::string& key) const {
+  return std::get<std::string>(entry(key).value);
+}
 const std::vector<std::string>& Config::list(const std::string& key) const {
   return std::get<std::vector<std::string>>(entry(key).value);
 }
-std::int64_t Config::integer(const std::string& key) const { return std::get<std::int64_t>(entry(key).value); }
-bool Config::boolean(const std::string& key) const { return std::get<bool>(entry(key).value); }
+std::int64_t Config::integer(const std::string& key) const {
+  return std::get<std::int64_t>(entry(key).value);
+}
+bool Config::boolean(const std::string& key) const {
+  return std::get<bool>(entry(key).value);
+}
 
 std::vector<Problem> Config::merge_toml(const std::string& text, const std::string& file_label, Source source) {
   std::vector<Problem> problems;
@@ -293,8 +299,8 @@ std::vector<Problem> Config::merge_toml(const std::string& text, const std::stri
             const bool listed = std::find(allowed.begin(), allowed.end(), item) != allowed.end() ||
                                 (star_covers && std::find(allowed.begin(), allowed.end(), "*") != allowed.end());
             if (!listed) {
-              problems.push_back({ExitCode::refused, widen + "may only narrow this list; '" + item +
-                                                         "' is not in your user config"});
+              problems.push_back(
+                  {ExitCode::refused, widen + "may only narrow this list; '" + item + "' is not in your user config"});
               widened = true;
             }
           }
@@ -330,8 +336,7 @@ std::string Config::describe() const {
       section = this_section;
     }
     const Entry& current = entry(key);
-    out << key.substr(key.find('.') + 1) << " = " << format_value(current.value) << "  # " << current.origin
-        << "\n";
+    out << key.substr(key.find('.') + 1) << " = " << format_value(current.value) << "  # " << current.origin << "\n";
   }
   for (const auto& gate : m_gates) {
     out << "\n[[gate]]  # " << gate.origin << "\n";

@@ -7,7 +7,8 @@ namespace mullet::executors {
 WorkerSpec CommandExecutor::prepare(const TaskContext& task) const {
   const std::string& command = task.config.string("run.command");
   if (command.empty()) {
-    throw usage_error("the command executor needs a command", "pass --command CMD, or set [run] command in your config");
+    throw usage_error("the command executor needs a command",
+                      "pass --command CMD, or set [run] command in your config");
   }
   WorkerSpec spec;
   spec.command = {"/bin/sh", "-c", command};

@@ -65,8 +65,8 @@ std::vector<std::string> borrowed_object_dirs(const std::string& objects_dir) {
 
 std::vector<std::string> hardened_git_prefix() {
   return {"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
-          "-c", "core.sshCommand=false", "-c", "protocol.allow=never", "-c", "protocol.file.allow=always",
-          "-c", "diff.external=", "-c", "core.pager=cat"};
+          "-c", "core.sshCommand=false",    "-c", "protocol.allow=never", "-c", "protocol.file.allow=always",
+          "-c", "diff.external=",           "-c", "core.pager=cat"};
 }
 
 util::Environment hardened_git_environment(const GitCliTarget& target) {

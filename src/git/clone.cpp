@@ -22,7 +22,8 @@ void check_git(const util::CapturedRun& run, const std::string& what) {
 void create_private_clone(const Repository& user_repo, const git_oid& base, const ClonePaths& paths,
                           const std::string& git_dir_as_seen_inside) {
   const std::string& g = paths.git_dir;
-  for (const char* dir : {"", "/objects", "/objects/info", "/objects/pack", "/refs", "/refs/heads", "/refs/tags", "/info"}) {
+  for (const char* dir :
+       {"", "/objects", "/objects/info", "/objects/pack", "/refs", "/refs/heads", "/refs/tags", "/info"}) {
     util::make_dirs(g + dir);
   }
   util::write_file(g + "/HEAD", oid_to_string(base) + "\n");

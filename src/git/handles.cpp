@@ -20,8 +20,8 @@ void initialise_libgit2() {
   static std::once_flag once;
   std::call_once(once, [] {
     git_libgit2_init();
-    for (const auto level : {GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_GLOBAL, GIT_CONFIG_LEVEL_XDG,
-                             GIT_CONFIG_LEVEL_PROGRAMDATA}) {
+    for (const auto level :
+         {GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_GLOBAL, GIT_CONFIG_LEVEL_XDG, GIT_CONFIG_LEVEL_PROGRAMDATA}) {
       git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, level, "");
     }
     // Object creation is checked (no tree may name a missing object).

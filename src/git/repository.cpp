@@ -31,10 +31,18 @@ Repository Repository::open_git_dir(const std::string& git_dir) {
   return Repository(RepositoryPtr(raw));
 }
 
-std::string Repository::git_dir() const { return strip_slash(git_repository_path(m_repo.get())); }
-std::string Repository::common_dir() const { return strip_slash(git_repository_commondir(m_repo.get())); }
-std::string Repository::objects_dir() const { return common_dir() + "/objects"; }
-bool Repository::is_bare() const { return git_repository_is_bare(m_repo.get()) != 0; }
+std::string Repository::git_dir() const {
+  return strip_slash(git_repository_path(m_repo.get()));
+}
+std::string Repository::common_dir() const {
+  return strip_slash(git_repository_commondir(m_repo.get()));
+}
+std::string Repository::objects_dir() const {
+  return common_dir() + "/objects";
+}
+bool Repository::is_bare() const {
+  return git_repository_is_bare(m_repo.get()) != 0;
+}
 
 git_oid Repository::resolve_commit(const std::string& rev) const {
   git_object* raw = nullptr;

@@ -19,8 +19,8 @@ class Repository {
   static Repository open_git_dir(const std::string& git_dir);
 
   git_repository* get() const { return m_repo.get(); }
-  std::string git_dir() const;      // this checkout's git dir
-  std::string common_dir() const;   // shared by all worktrees: refs, objects
+  std::string git_dir() const;     // this checkout's git dir
+  std::string common_dir() const;  // shared by all worktrees: refs, objects
   std::string objects_dir() const;
   bool is_bare() const;
 

@@ -170,8 +170,9 @@ class Walker {
   }
 
   std::optional<std::pair<git_oid, git_filemode_t>> directory(int dir_fd, const std::string& name,
-                                                               const std::string& path, bool ignore_safe, int depth) {
-    if (auto tracked = m_tracked.find(path); tracked != m_tracked.end() && tracked->second->mode == GIT_FILEMODE_COMMIT) {
+                                                              const std::string& path, bool ignore_safe, int depth) {
+    if (auto tracked = m_tracked.find(path);
+        tracked != m_tracked.end() && tracked->second->mode == GIT_FILEMODE_COMMIT) {
       // A submodule: recorded as the base had it.
       return std::make_pair(tracked->second->id, GIT_FILEMODE_COMMIT);
     }
@@ -190,8 +191,8 @@ class Walker {
   }
 
   std::optional<std::pair<git_oid, git_filemode_t>> regular_file(int dir_fd, const std::string& name,
-                                                                  const std::string& path, const struct stat& info,
-                                                                  bool ignore_safe) {
+                                                                 const std::string& path, const struct stat& info,
+                                                                 bool ignore_safe) {
     const git_filemode_t mode = (info.st_mode & S_IXUSR) != 0 ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
     const auto tracked = m_tracked.find(path);
     if (tracked != m_tracked.end()) {
@@ -203,8 +204,8 @@ class Walker {
       return std::nullopt;
     }
     if (static_cast<std::uint64_t>(info.st_size) > m_options.max_file_bytes) {
-      warn(path, "is larger than " + std::to_string(m_options.max_file_bytes >> 20U) +
-                     " MiB (limits.file_mb); left out");
+      warn(path,
+           "is larger than " + std::to_string(m_options.max_file_bytes >> 20U) + " MiB (limits.file_mb); left out");
       return std::nullopt;
     }
     UniqueFd file(open_granting_read(dir_fd, name, O_RDONLY | O_NONBLOCK, (info.st_mode & 0777U) | 0400U));
@@ -254,8 +255,7 @@ class Walker {
         }
         content.append(buffer, static_cast<std::size_t>(got));
       }
-      check(git_odb_write(&oid, m_odb.get(), content.data(), content.size(), GIT_OBJECT_BLOB),
-            "cannot store " + path);
+      check(git_odb_write(&oid, m_odb.get(), content.data(), content.size(), GIT_OBJECT_BLOB), "cannot store " + path);
       return oid;
     }
     git_odb_stream* raw = nullptr;
@@ -279,8 +279,8 @@ class Walker {
   }
 
   std::optional<std::pair<git_oid, git_filemode_t>> symlink(int dir_fd, const std::string& name,
-                                                             const std::string& path, const struct stat& info,
-                                                             bool ignore_safe) {
+                                                            const std::string& path, const struct stat& info,
+                                                            bool ignore_safe) {
     if (m_tracked.find(path) == m_tracked.end() && ignore_safe && ignored(path)) return std::nullopt;
     std::string target(static_cast<std::size_t>(info.st_size) + 1, '\0');
     const ssize_t length = ::readlinkat(dir_fd, name.c_str(), target.data(), target.size());

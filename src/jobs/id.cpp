@@ -7,7 +7,9 @@
 
 namespace mullet::jobs {
 
-std::string new_job_id() { return util::random_hex(job_id_length); }
+std::string new_job_id() {
+  return util::random_hex(job_id_length);
+}
 
 bool is_valid_job_id(const std::string& text) {
   return text.size() == job_id_length && text.find_first_not_of("0123456789abcdef") == std::string::npos;

@@ -10,7 +10,9 @@
 namespace mullet::jobs {
 namespace {
 
-std::string boot_id() { return util::trim(util::read_file_if_exists("/proc/sys/kernel/random/boot_id").value_or("")); }
+std::string boot_id() {
+  return util::trim(util::read_file_if_exists("/proc/sys/kernel/random/boot_id").value_or(""));
+}
 
 std::uint64_t start_ticks(int pid) {
   const auto stat = util::read_proc_file("/proc/" + std::to_string(pid) + "/stat");

@@ -7,14 +7,16 @@ namespace {
 
 const std::vector<std::pair<JobState, const char*>>& state_names() {
   static const std::vector<std::pair<JobState, const char*>> names = {
-      {JobState::running, "running"},     {JobState::succeeded, "succeeded"}, {JobState::no_changes, "no_changes"},
-      {JobState::failed, "failed"},       {JobState::refused, "refused"},     {JobState::cancelled, "cancelled"},
+      {JobState::running, "running"},        {JobState::succeeded, "succeeded"}, {JobState::no_changes, "no_changes"},
+      {JobState::failed, "failed"},          {JobState::refused, "refused"},     {JobState::cancelled, "cancelled"},
       {JobState::interrupted, "interrupted"}};
   return names;
 }
 
 // Free text (prompts, worker output, errors) may be any bytes.
-std::string text(const std::string& value) { return util::valid_utf8(value); }
+std::string text(const std::string& value) {
+  return util::valid_utf8(value);
+}
 
 nlohmann::json null_if_empty(const std::string& value) {
   return value.empty() ? nlohmann::json() : nlohmann::json(text(value));
@@ -47,7 +49,9 @@ std::optional<JobState> parse_state(const std::string& name) {
   return std::nullopt;
 }
 
-bool is_final(JobState state) { return state != JobState::running; }
+bool is_final(JobState state) {
+  return state != JobState::running;
+}
 
 nlohmann::json to_json(const JobRecord& record) {
   nlohmann::json phases = nlohmann::json::array();
@@ -65,25 +69,24 @@ nlohmann::json to_json(const JobRecord& record) {
   }
   std::vector<std::string> warnings;
   for (const auto& warning : record.snapshot_warnings) warnings.push_back(text(warning));
-  return {{"format", record.format},
-          {"id", record.id},
-          {"title", text(record.title)},
-          {"prompt", text(record.prompt)},
-          {"state", state_name(record.state)},
-          {"base", record.base},
-          {"result", null_if_empty(record.result)},
-          {"executor", record.executor.name},
-          {"executor_command", null_if_empty(record.executor.command)},
-          {"executor_version", null_if_empty(record.executor.version)},
-          {"created_at", record.created_at},
-          {"finished_at", null_if_empty(record.finished_at)},
-          {"error", null_if_empty(record.error)},
-          {"phases", phases},
-          {"snapshot_warnings", warnings},
-          {"runner",
-           {{"pid", record.runner.pid},
-            {"start_ticks", record.runner.start_ticks},
-            {"boot_id", record.runner.boot_id}}}};
+  return {
+      {"format", record.format},
+      {"id", record.id},
+      {"title", text(record.title)},
+      {"prompt", text(record.prompt)},
+      {"state", state_name(record.state)},
+      {"base", record.base},
+      {"result", null_if_empty(record.result)},
+      {"executor", record.executor.name},
+      {"executor_command", null_if_empty(record.executor.command)},
+      {"executor_version", null_if_empty(record.executor.version)},
+      {"created_at", record.created_at},
+      {"finished_at", null_if_empty(record.finished_at)},
+      {"error", null_if_empty(record.error)},
+      {"phases", phases},
+      {"snapshot_warnings", warnings},
+      {"runner",
+       {{"pid", record.runner.pid}, {"start_ticks", record.runner.start_ticks}, {"boot_id", record.runner.boot_id}}}};
 }
 
 JobRecord record_from_json(const nlohmann::json& json) {

@@ -17,13 +17,13 @@ std::optional<JobState> parse_state(const std::string& name);
 bool is_final(JobState state);
 
 struct PhaseRecord {
-  std::string name;               // setup, worker, gate:<name>
+  std::string name;  // setup, worker, gate:<name>
   std::vector<std::string> command;
   int exit_code = -1;
-  std::string ended_by;           // exit, signal, timeout, inactivity, refused, ...
+  std::string ended_by;  // exit, signal, timeout, inactivity, refused, ...
   std::int64_t duration_ms = 0;
-  std::string output_tail;        // the last part of its output
-  std::vector<std::string> grants;  // network destinations it was granted
+  std::string output_tail;                           // the last part of its output
+  std::vector<std::string> grants;                   // network destinations it was granted
   nlohmann::json network = nlohmann::json::array();  // the egress proxy's decisions
 };
 

@@ -64,7 +64,7 @@ sandbox::Plan plan_for(const git::Repository& repo, const config::Config& config
   in.executor_env = phase.env;
   in.executor_mounts = phase.mounts;
   in.command = phase.command;
-  in.limits = {config.integer("limits.timeout"),   config.integer("limits.inactivity"),
+  in.limits = {config.integer("limits.timeout"), config.integer("limits.inactivity"),
                config.integer("limits.memory_mb"), config.integer("limits.processes"),
                config.integer("limits.disk_mb")};
   in.network = {phase.grants, proxy_socket};
@@ -150,8 +150,9 @@ class PhaseRunner {
       cleanup();
       throw;
     }
-    PhaseRecord record{phase.name,  plan.command, result.status.code, result.ended_by, result.duration_ms,
-                       util::tail(output, phase_tail_bytes), phase.grants, nlohmann::json::array()};
+    PhaseRecord record{phase.name,      plan.command,           result.status.code,
+                       result.ended_by, result.duration_ms,     util::tail(output, phase_tail_bytes),
+                       phase.grants,    nlohmann::json::array()};
     if (proxy) {
       proxy->stop();
       record.network = proxy->decisions_json();
@@ -176,7 +177,9 @@ class PhaseRunner {
   std::string m_last_output;
 };
 
-bool ended_normally(const sandbox::RunResult& run) { return run.ended_by == "exit" || run.ended_by == "signal"; }
+bool ended_normally(const sandbox::RunResult& run) {
+  return run.ended_by == "exit" || run.ended_by == "signal";
+}
 
 }  // namespace
 
@@ -273,8 +276,8 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
                               static_cast<std::uint64_t>(config.integer("limits.file_mb")) << 20U});
       record.snapshot_warnings = snapshot.warnings;
       git::reset_git_file(paths.work_tree, paths.git_dir);
-      spdlog::debug("snapshot of job {}: {} files unchanged since checkout, {} read", record.id,
-                    snapshot.files_reused, snapshot.files_hashed);
+      spdlog::debug("snapshot of job {}: {} files unchanged since checkout, {} read", record.id, snapshot.files_reused,
+                    snapshot.files_hashed);
       const git_oid base_tree = repo.tree_of(request.base);
       const bool changed = git_oid_cmp(&snapshot.tree, &base_tree) != 0;
       if (changed) {

@@ -9,7 +9,9 @@ namespace {
 
 using git::check;
 
-std::string ref_name(const std::string& id) { return std::string(jobs_ref_prefix) + id; }
+std::string ref_name(const std::string& id) {
+  return std::string(jobs_ref_prefix) + id;
+}
 
 std::string commit_summary_line(git_commit* commit) {
   const std::string message = git_commit_message(commit);
@@ -132,8 +134,8 @@ git_oid JobStore::write_record_commit(const JobRecord& record, const std::map<st
   const std::string message =
       "git-mullet job " + record.id + ": " + state_name(record.state) + "\n\n" + summary_json(record).dump() + "\n";
   git_oid commit_id{};
-  check(git_commit_create(&commit_id, m_repo.get(), nullptr, signature.get(), signature.get(), nullptr,
-                          message.c_str(), tree.get(), parent_pointers.size(), parent_pointers.data()),
+  check(git_commit_create(&commit_id, m_repo.get(), nullptr, signature.get(), signature.get(), nullptr, message.c_str(),
+                          tree.get(), parent_pointers.size(), parent_pointers.data()),
         "cannot write a job record");
   return commit_id;
 }

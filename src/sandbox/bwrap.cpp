@@ -45,10 +45,9 @@ std::vector<std::string> wall_check_arguments(const Plan& plan, int report_fd) {
 std::vector<std::string> bwrap_arguments(const Plan& plan, const std::vector<BindSource>& sources, int report_fd) {
   // Every namespace, unshared strictly: --unshare-all would only *try* the
   // user and cgroup namespaces and carry on without them.
-  std::vector<std::string> args = {"--unshare-user",  "--unshare-ipc",     "--unshare-pid", "--unshare-net",
-                                   "--unshare-uts",   "--unshare-cgroup",  "--die-with-parent",
-                                   "--new-session",   "--cap-drop",        "ALL",           "--hostname",
-                                   "mullet"};
+  std::vector<std::string> args = {
+      "--unshare-user",    "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup",
+      "--die-with-parent", "--new-session", "--cap-drop",    "ALL",           "--hostname",    "mullet"};
   for (std::size_t i = 0; i < plan.mounts.size(); ++i) {
     const Mount& mount = plan.mounts[i];
     switch (mount.kind) {
@@ -60,7 +59,8 @@ std::vector<std::string> bwrap_arguments(const Plan& plan, const std::vector<Bin
         if (!source.staged_path.empty()) {
           args.insert(args.end(), {writable ? "--bind" : "--ro-bind", source.staged_path, mount.destination});
         } else {
-          args.insert(args.end(), {writable ? "--bind-fd" : "--ro-bind-fd", std::to_string(source.fd), mount.destination});
+          args.insert(args.end(),
+                      {writable ? "--bind-fd" : "--ro-bind-fd", std::to_string(source.fd), mount.destination});
         }
         break;
       }

@@ -40,7 +40,8 @@ Check check_program(const std::string& name, const std::string& program, const s
   const char* path = std::getenv("PATH");
   const std::string found = util::find_in_path(program, path != nullptr ? path : "");
   Check check{name, !found.empty(), required, {}, fix};
-  check.detail = found.empty() ? program + " not found on PATH" : program_version(found, version_flag) + " (" + found + ")";
+  check.detail =
+      found.empty() ? program + " not found on PATH" : program_version(found, version_flag) + " (" + found + ")";
   return check;
 }
 
@@ -56,12 +57,35 @@ Check probe_sandbox() {
     return check;
   }
   util::SpawnOptions options;
-  options.argv = {bwrap,           "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-                  "--unshare-uts", "--unshare-cgroup", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                  "--ro-bind",     "/usr",           "/usr",          "--symlink",     "usr/bin",
-                  "/bin",          "--symlink",      "usr/lib",       "/lib",          "--symlink",
-                  "usr/lib64",     "/lib64",         "--proc",        "/proc",         "--dev", "/dev",
-                  "--",            "/usr/bin/true"};
+  options.argv = {bwrap,
+                  "--unshare-user",
+                  "--unshare-ipc",
+                  "--unshare-pid",
+                  "--unshare-net",
+                  "--unshare-uts",
+                  "--unshare-cgroup",
+                  "--die-with-parent",
+                  "--new-session",
+                  "--cap-drop",
+                  "ALL",
+                  "--ro-bind",
+                  "/usr",
+                  "/usr",
+                  "--symlink",
+                  "usr/bin",
+                  "/bin",
+                  "--symlink",
+                  "usr/lib",
+                  "/lib",
+                  "--symlink",
+                  "usr/lib64",
+                  "/lib64",
+                  "--proc",
+                  "/proc",
+                  "--dev",
+                  "/dev",
+                  "--",
+                  "/usr/bin/true"};
   options.env = {{"PATH", inside::path}};
   if (::geteuid() == 0) {
     options.uid = 65534;
@@ -90,8 +114,7 @@ std::string diagnose_bwrap_failure(const std::string& output) {
            "add an AppArmor profile that allows userns for /usr/bin/bwrap (see the README), or check "
            "user.max_user_namespaces and kernel.unprivileged_userns_clone";
   }
-  if (output.find("Can't find source path") != std::string::npos ||
-      output.find("Can't mount") != std::string::npos) {
+  if (output.find("Can't find source path") != std::string::npos || output.find("Can't mount") != std::string::npos) {
     return "a path the sandbox binds is missing or unreadable; check the job directory and the repository paths";
   }
   return "run `git mullet doctor` to see which requirement is missing";
@@ -106,8 +129,8 @@ std::vector<Check> run_doctor_checks() {
   std::vector<Check> checks;
   utsname host{};
   ::uname(&host);
-  checks.push_back({"platform", std::string(host.sysname) == "Linux", true, std::string(host.sysname) + " " + host.release,
-                    "git-mullet runs workers only on Linux"});
+  checks.push_back({"platform", std::string(host.sysname) == "Linux", true,
+                    std::string(host.sysname) + " " + host.release, "git-mullet runs workers only on Linux"});
   checks.push_back(check_program("bubblewrap", "bwrap", "apt-get install bubblewrap", true));
 
   const std::string max_namespaces = read_sysctl("/proc/sys/user/max_user_namespaces");
@@ -127,8 +150,8 @@ std::vector<Check> run_doctor_checks() {
   const std::string tmpdir = std::string("/tmp/mullet-XXXX");
   const std::string socket_example = tmpdir + "/claude-65534/claude-http-0123456789abcdef.sock";
   checks.push_back({"TMPDIR length", socket_example.size() < 108, true,
-                    "TMPDIR inside is " + tmpdir + " (" + std::to_string(tmpdir.size()) + " bytes; a bridge socket path is " +
-                        std::to_string(socket_example.size()) + " of 107)",
+                    "TMPDIR inside is " + tmpdir + " (" + std::to_string(tmpdir.size()) +
+                        " bytes; a bridge socket path is " + std::to_string(socket_example.size()) + " of 107)",
                     ""});
   checks.push_back({"limits", true, true, limits_mechanism(), ""});
   if (::geteuid() == 0) {

@@ -61,7 +61,8 @@ std::string describe(const Plan& plan) {
     out << "through the egress proxy to " << util::join(plan.network.grants, ", ") << "\n";
   }
   out << "  limits:      wall " << plan.limits.wall_seconds << " s, inactivity " << plan.limits.inactivity_seconds
-      << " s, memory " << plan.limits.memory_mb << " MiB, processes " << plan.limits.processes << ", disk " << plan.limits.disk_mb << " MiB\n";
+      << " s, memory " << plan.limits.memory_mb << " MiB, processes " << plan.limits.processes << ", disk "
+      << plan.limits.disk_mb << " MiB\n";
   std::vector<std::string> env_names;
   for (const auto& [name, value] : plan.env) env_names.push_back(name);
   out << "  environment: " << util::join(env_names, " ") << "\n";

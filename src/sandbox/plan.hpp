@@ -30,20 +30,20 @@ inline constexpr int proxy_port = 3128;
 }  // namespace inside
 
 enum class MountKind {
-  read_only_bind,   // source must exist and contain no symlink
-  writable_bind,    // likewise
-  tmpfs,            // empty, private, size-capped
-  proc,             // a /proc of the sandbox's own pid namespace
-  dev,              // a minimal /dev
-  directory,        // an empty directory (on a tmpfs above it)
-  symlink,          // `source` is the link's target
-  mask,             // an empty file (`source`) bound over a path, hiding it
+  read_only_bind,  // source must exist and contain no symlink
+  writable_bind,   // likewise
+  tmpfs,           // empty, private, size-capped
+  proc,            // a /proc of the sandbox's own pid namespace
+  dev,             // a minimal /dev
+  directory,       // an empty directory (on a tmpfs above it)
+  symlink,         // `source` is the link's target
+  mask,            // an empty file (`source`) bound over a path, hiding it
 };
 
 struct Mount {
   MountKind kind;
-  std::string source;       // host path (binds), link target (symlink)
-  std::string destination;  // path inside
+  std::string source;            // host path (binds), link target (symlink)
+  std::string destination;       // path inside
   std::uint64_t size_bytes = 0;  // tmpfs size
   bool operator==(const Mount&) const = default;
 };

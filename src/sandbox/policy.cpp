@@ -19,9 +19,9 @@ const std::vector<std::string>& system_directories() {
 }
 
 const std::vector<std::string>& passthrough_env_names() {
-  static const std::vector<std::string> names = {"LANG",        "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES",
-                                                 "LC_COLLATE",  "LC_NUMERIC", "LC_TIME", "TERM", "COLORTERM",
-                                                 "TZ"};
+  static const std::vector<std::string> names = {"LANG",        "LANGUAGE",   "LC_ALL",     "LC_CTYPE",
+                                                 "LC_MESSAGES", "LC_COLLATE", "LC_NUMERIC", "LC_TIME",
+                                                 "TERM",        "COLORTERM",  "TZ"};
   return names;
 }
 

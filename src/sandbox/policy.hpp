@@ -11,27 +11,27 @@ namespace mullet::sandbox {
 
 // One entry of the host's root, as policy needs to know it.
 struct RootEntry {
-  std::string name;           // "usr", "bin", ...
+  std::string name;  // "usr", "bin", ...
   bool is_symlink = false;
-  std::string link_target;    // when a symlink
+  std::string link_target;  // when a symlink
 };
 
 struct PolicyInputs {
   std::string phase;
-  std::string work_tree;      // host path, writable inside
-  std::string clone_git_dir;  // host path, read-only inside
-  std::string objects_dir;    // the user's objects, read-only inside
-  std::vector<std::string> borrowed_objects;  // what those borrow (alternates), read-only too
+  std::string work_tree;                          // host path, writable inside
+  std::string clone_git_dir;                      // host path, read-only inside
+  std::string objects_dir;                        // the user's objects, read-only inside
+  std::vector<std::string> borrowed_objects;      // what those borrow (alternates), read-only too
   std::vector<std::string> dirs_with_alternates;  // which of the above have an info/alternates file
-  std::string home_dir;       // host path of the job's private home
-  std::string helper_binary;  // our own executable (the wall check)
-  std::string empty_file;     // an empty read-only file, bound over what must be hidden
-  std::string tmp_name;       // "mullet-XXXX": TMPDIR is /tmp/<tmp_name>
-  std::vector<RootEntry> root_entries;  // what exists at the host's /
+  std::string home_dir;                           // host path of the job's private home
+  std::string helper_binary;                      // our own executable (the wall check)
+  std::string empty_file;                         // an empty read-only file, bound over what must be hidden
+  std::string tmp_name;                           // "mullet-XXXX": TMPDIR is /tmp/<tmp_name>
+  std::vector<RootEntry> root_entries;            // what exists at the host's /
   std::map<std::string, std::string> host_env;    // ours, to copy allowed names from
   std::vector<std::string> extra_env_names;       // [sandbox] env from the user config
   std::map<std::string, std::string> executor_env;
-  std::vector<Mount> executor_mounts;             // e.g. the worker binary
+  std::vector<Mount> executor_mounts;  // e.g. the worker binary
   std::vector<std::string> command;
   Limits limits;
   Network network;

@@ -48,8 +48,8 @@ std::map<pid_t, ProcInfo> read_processes() {
     if (close == std::string::npos) continue;
     const auto fields = util::split(stat->substr(close + 2), ' ');
     if (fields.size() < 22) continue;
-    processes[pid] = ProcInfo{static_cast<pid_t>(std::atoi(fields[1].c_str())),
-                              std::strtoull(fields[21].c_str(), nullptr, 10)};
+    processes[pid] =
+        ProcInfo{static_cast<pid_t>(std::atoi(fields[1].c_str())), std::strtoull(fields[21].c_str(), nullptr, 10)};
   }
   ::closedir(dir);
   return processes;
@@ -152,7 +152,8 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   options.gid = plan.host_gid;
   if (plan.limits.processes > 0) {
     const uid_t uid = plan.host_uid.value_or(::getuid());
-    options.rlimits.emplace_back(RLIMIT_NPROC, processes_of_uid(uid) + static_cast<unsigned long>(plan.limits.processes));
+    options.rlimits.emplace_back(RLIMIT_NPROC,
+                                 processes_of_uid(uid) + static_cast<unsigned long>(plan.limits.processes));
   }
   options.rlimits.emplace_back(RLIMIT_CORE, 0UL);
   const std::uint64_t disk_bytes = static_cast<std::uint64_t>(plan.limits.disk_mb) * 1024ULL * 1024ULL;

@@ -13,7 +13,7 @@
 namespace mullet::sandbox {
 
 struct RunIo {
-  std::string stdin_data;  // fed when plan.feeds_stdin, then closed
+  std::string stdin_data;                           // fed when plan.feeds_stdin, then closed
   std::function<void(std::string_view)> on_output;  // stdout and stderr, merged
 };
 

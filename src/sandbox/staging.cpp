@@ -24,7 +24,9 @@ void prepare_staging_mountpoint() {
   }
 }
 
-std::string staged_path(std::size_t index) { return std::string(staging_root) + "/" + std::to_string(index); }
+std::string staged_path(std::size_t index) {
+  return std::string(staging_root) + "/" + std::to_string(index);
+}
 
 bool stage_binds_in_child(const std::vector<StagedBind>& binds) {
   if (::unshare(CLONE_NEWNS) != 0) return false;

@@ -65,7 +65,8 @@ std::string check_walls(const std::vector<std::string>& empty_dirs, const std::s
   for (const char* field : {"CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"}) {
     const auto at = status.find(field);
     if (at == std::string::npos) return std::string("cannot read ") + field + " from /proc/self/status";
-    const auto value = util::trim(status.substr(at + std::strlen(field), status.find('\n', at) - at - std::strlen(field)));
+    const auto value =
+        util::trim(status.substr(at + std::strlen(field), status.find('\n', at) - at - std::strlen(field)));
     if (value.find_first_not_of('0') != std::string::npos) return std::string(field) + " is " + value + ", not 0";
   }
   if (status.find("NoNewPrivs:\t1") == std::string::npos) return "no_new_privs is not set";
@@ -130,10 +131,14 @@ int wall_check_main(const std::vector<std::string>& args) {
       break;
     }
     if (index + 1 >= args.size()) break;
-    if (arg == "--report-fd") report_fd = std::atoi(args[++index].c_str());
-    else if (arg == "--empty") empty_dirs.push_back(args[++index]);
-    else if (arg == "--env") allowed_env.insert(args[++index]);
-    else if (arg == "--bridge") bridge = args[++index];
+    if (arg == "--report-fd")
+      report_fd = std::atoi(args[++index].c_str());
+    else if (arg == "--empty")
+      empty_dirs.push_back(args[++index]);
+    else if (arg == "--env")
+      allowed_env.insert(args[++index]);
+    else if (arg == "--bridge")
+      bridge = args[++index];
   }
   std::vector<std::string> command(args.begin() + static_cast<std::ptrdiff_t>(std::min(index, args.size())),
                                    args.end());

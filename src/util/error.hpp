@@ -48,7 +48,9 @@ inline Error failure(std::string message, std::string hint = {}) {
 template <typename T>
 using Result = tl::expected<T, Error>;
 
-inline tl::unexpected<Error> fail(Error error) { return tl::unexpected<Error>(std::move(error)); }
+inline tl::unexpected<Error> fail(Error error) {
+  return tl::unexpected<Error>(std::move(error));
+}
 
 // Unwraps a Result at an edge: returns the value or throws the error.
 template <typename T>

@@ -104,7 +104,8 @@ void remove_children(int dir_fd, const std::string& shown_path) {
   ::closedir(dir);
   for (const auto& name : names) {
     if (::unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT) continue;
-    if (errno != EISDIR && errno != EPERM) throw failure("cannot remove " + shown_path + "/" + name + ": " + errno_text(errno));
+    if (errno != EISDIR && errno != EPERM)
+      throw failure("cannot remove " + shown_path + "/" + name + ": " + errno_text(errno));
     UniqueFd child(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!child && errno == EACCES) {
       // chmod through an O_PATH descriptor of this very directory: a name
@@ -189,7 +190,8 @@ void remove_tree(const std::string& path) {
     throw failure("cannot remove " + path + ": " + errno_text(errno));
   }
   if (!S_ISDIR(info.st_mode)) {
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) throw failure("cannot remove " + path + ": " + errno_text(errno));
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+      throw failure("cannot remove " + path + ": " + errno_text(errno));
     return;
   }
   UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -224,7 +226,9 @@ bool is_directory(const std::string& path) {
   return ::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
-std::string self_executable() { return real_path("/proc/self/exe"); }
+std::string self_executable() {
+  return real_path("/proc/self/exe");
+}
 
 std::string make_temp_dir(const std::string& parent, const std::string& prefix) {
   std::string pattern = parent + "/" + prefix + "XXXXXX";
@@ -249,7 +253,8 @@ UniqueFd open_path_no_symlinks(const std::string& path) {
       throw refused_error("cannot open bind source " + walked + ": " + errno_text(errno));
     }
     struct stat info {};
-    if (::fstat(next.get(), &info) != 0) throw refused_error("cannot inspect bind source " + walked + ": " + errno_text(errno));
+    if (::fstat(next.get(), &info) != 0)
+      throw refused_error("cannot inspect bind source " + walked + ": " + errno_text(errno));
     if (S_ISLNK(info.st_mode)) {
       throw refused_error("bind source " + path + " has a symlink at " + walked,
                           "bind the real path instead; symlinks in bind sources are never followed");

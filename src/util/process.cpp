@@ -49,7 +49,9 @@ namespace {
   ::_exit(127);
 }
 
-int open_dev_null(int flags) { return ::open("/dev/null", flags | O_CLOEXEC); }
+int open_dev_null(int flags) {
+  return ::open("/dev/null", flags | O_CLOEXEC);
+}
 
 }  // namespace
 

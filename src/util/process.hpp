@@ -44,8 +44,8 @@ struct SpawnOptions {
 pid_t spawn(const SpawnOptions& options);
 
 struct ExitStatus {
-  int code = -1;    // exit code when exited
-  int signal = 0;   // terminating signal, 0 when exited
+  int code = -1;   // exit code when exited
+  int signal = 0;  // terminating signal, 0 when exited
   bool exited() const { return signal == 0; }
   bool success() const { return signal == 0 && code == 0; }
   std::string describe() const;

@@ -9,7 +9,9 @@ namespace {
 
 std::atomic<int> g_signal{0};
 
-void on_signal(int number) { g_signal.store(number); }
+void on_signal(int number) {
+  g_signal.store(number);
+}
 
 }  // namespace
 
@@ -22,7 +24,11 @@ void install_cancel_handlers() {
   sigaction(SIGHUP, &action, nullptr);
 }
 
-bool cancel_requested() { return g_signal.load() != 0; }
-int cancel_signal() { return g_signal.load(); }
+bool cancel_requested() {
+  return g_signal.load() != 0;
+}
+int cancel_signal() {
+  return g_signal.load();
+}
 
 }  // namespace mullet::util

@@ -89,7 +89,9 @@ bool is_env_name(std::string_view name) {
   return true;
 }
 
-std::string errno_text(int error_number) { return std::strerror(error_number); }
+std::string errno_text(int error_number) {
+  return std::strerror(error_number);
+}
 
 std::string valid_utf8(std::string_view text) {
   std::string out;

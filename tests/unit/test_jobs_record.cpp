@@ -36,9 +36,16 @@ JobRecord full_record() {
   record.created_at = "2026-01-02T03:04:05Z";
   record.finished_at = "2026-01-02T03:14:05Z";
   record.error = "";
-  record.phases.push_back(PhaseRecord{"worker", {"sh", "-c", "make fix"}, 0, "exit", 1234, "done\n", {"api.example:443"},
-                                        nlohmann::json::array({{{"host", "api.example"}, {"allowed", true}}})});
-  record.phases.push_back(PhaseRecord{"gate:test", {"make", "test"}, 2, "timeout", 60000, "FAIL x\n", {}, nlohmann::json::array()});
+  record.phases.push_back(PhaseRecord{"worker",
+                                      {"sh", "-c", "make fix"},
+                                      0,
+                                      "exit",
+                                      1234,
+                                      "done\n",
+                                      {"api.example:443"},
+                                      nlohmann::json::array({{{"host", "api.example"}, {"allowed", true}}})});
+  record.phases.push_back(
+      PhaseRecord{"gate:test", {"make", "test"}, 2, "timeout", 60000, "FAIL x\n", {}, nlohmann::json::array()});
   record.snapshot_warnings = {"skipped a socket: run/x.sock", "skipped a fifo"};
   record.runner.pid = 4242;
   record.runner.start_ticks = 9876543210123ULL;
