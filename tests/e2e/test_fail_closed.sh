@@ -122,6 +122,19 @@ test_doctor_reports_a_broken_sandbox() {
   assert_eq "$(json_field "$OUT" ok)" False
 }
 
+test_doctor_shows_each_phases_grants() {
+  mkdir -p "$XDG_CONFIG_HOME/git-mullet"
+  printf '[network]\nsetup = ["registry.example:443"]\n' >"$XDG_CONFIG_HOME/git-mullet/config.toml"
+  expect_exit 0 git mullet doctor
+  assert_contains "$OUT" "setup: through the egress proxy to registry.example:443"
+  assert_contains "$OUT" "worker: no network"
+  assert_contains "$OUT" "gates: no network"
+  expect_exit 0 git mullet doctor --json
+  python3 -c 'import json,sys; g=json.loads(sys.argv[1])["grants"]; assert g["setup"]==["registry.example:443"] and g["worker"]==[] and g["gates"]==[], g' "$OUT" ||
+    fail "doctor --json lacks the grants"
+  rm -f "$XDG_CONFIG_HOME/git-mullet/config.toml"
+}
+
 test_dry_run_prints_the_plan_and_runs_nothing() {
   new_repo repo
   cd repo
