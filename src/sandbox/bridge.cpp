@@ -22,15 +22,10 @@ namespace {
 using asio::ip::tcp;
 using unix_stream = asio::local::stream_protocol;
 
-// When accept() fails (out of descriptors), the connection stays queued and
-// the acceptor stays ready; waiting a little keeps that from spinning.
-constexpr auto accept_retry_delay = std::chrono::milliseconds(100);
 // Descriptors kept free for everything but relayed connections.
 constexpr rlim_t reserved_descriptors = 64;
 
-void set_close_on_exec(int fd) {
-  if (fd >= 0) ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC);
-}
+using relay::set_close_on_exec;
 
 class Connection;
 
@@ -180,19 +175,7 @@ void Bridge::Impl::stop_now() {
 }
 
 void Bridge::Impl::accept() {
-  m_acceptor.async_accept([this](const asio::error_code& error, tcp::socket socket) {
-    if (!m_acceptor.is_open()) return;
-    if (error) {
-      spdlog::warn("bridge: cannot accept a connection: {}", error.message());
-      m_accept_retry.expires_after(accept_retry_delay);
-      m_accept_retry.async_wait([this](const asio::error_code& wait_error) {
-        if (!wait_error) accept();
-      });
-      return;
-    }
-    admit(std::move(socket));
-    accept();
-  });
+  relay::accept_loop(m_acceptor, m_accept_retry, "bridge", [this](tcp::socket socket) { admit(std::move(socket)); });
 }
 
 void Bridge::Impl::admit(tcp::socket socket) {

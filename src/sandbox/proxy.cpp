@@ -35,9 +35,6 @@ using unix_stream = asio::local::stream_protocol;
 // unread input resets it, and the client could lose the answer.
 constexpr auto linger_time = std::chrono::milliseconds(1000);
 constexpr std::size_t max_linger_bytes = 64 * 1024;
-// When accept() fails (out of descriptors), the connection stays queued and
-// the acceptor stays ready; waiting a little keeps that from spinning.
-constexpr auto accept_retry_delay = std::chrono::milliseconds(100);
 constexpr std::size_t max_method_length = 16;
 constexpr std::size_t max_host_length = 253;
 
@@ -264,9 +261,7 @@ std::string restricted_v6_kind(const asio::ip::address_v6& address) {
   return {};
 }
 
-void set_close_on_exec(int fd) {
-  if (fd >= 0) ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC);
-}
+using relay::set_close_on_exec;
 
 std::string plain_answer(int status, std::string_view phrase, const std::string& body) {
   return "HTTP/1.1 " + std::to_string(status) + " " + std::string(phrase) +
@@ -741,19 +736,8 @@ void EgressProxy::Impl::stop() {
 }
 
 void EgressProxy::Impl::accept() {
-  m_acceptor.async_accept([this](const asio::error_code& error, unix_stream::socket socket) {
-    if (!m_acceptor.is_open()) return;
-    if (error) {
-      spdlog::warn("egress proxy: cannot accept a connection: {}", error.message());
-      m_accept_retry.expires_after(accept_retry_delay);
-      m_accept_retry.async_wait([this](const asio::error_code& wait_error) {
-        if (!wait_error) accept();
-      });
-      return;
-    }
-    admit(std::move(socket));
-    accept();
-  });
+  relay::accept_loop(m_acceptor, m_accept_retry, "egress proxy",
+                     [this](unix_stream::socket socket) { admit(std::move(socket)); });
 }
 
 void EgressProxy::Impl::admit(unix_stream::socket socket) {

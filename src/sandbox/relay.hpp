@@ -21,11 +21,41 @@
 #include <string>
 #include <utility>
 
+#include <fcntl.h>
+
+#include <spdlog/spdlog.h>
 #include <asio.hpp>
 
 namespace mullet::sandbox::relay {
 
 inline constexpr std::size_t buffer_size = 16 * 1024;
+// When accept() fails (out of descriptors), the connection stays queued and
+// the acceptor stays ready; waiting a little keeps that from spinning.
+inline constexpr auto accept_retry_delay = std::chrono::milliseconds(100);
+
+inline void set_close_on_exec(int fd) {
+  if (fd >= 0) ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC);
+}
+
+// Accepts connections one after another for as long as the acceptor is open
+// and hands each to `admit`; `who` names the server in the log.
+template <typename Acceptor, typename Admit>
+void accept_loop(Acceptor& acceptor, asio::steady_timer& retry, const char* who, Admit admit) {
+  acceptor.async_accept([&acceptor, &retry, who, admit](const asio::error_code& error,
+                                                        typename Acceptor::protocol_type::socket socket) mutable {
+    if (!acceptor.is_open()) return;
+    if (error) {
+      spdlog::warn("{}: cannot accept a connection: {}", who, error.message());
+      retry.expires_after(accept_retry_delay);
+      retry.async_wait([&acceptor, &retry, who, admit](const asio::error_code& wait_error) {
+        if (!wait_error) accept_loop(acceptor, retry, who, admit);
+      });
+      return;
+    }
+    admit(std::move(socket));
+    accept_loop(acceptor, retry, who, admit);
+  });
+}
 
 template <typename Client, typename Upstream>
 class Tunnel {
