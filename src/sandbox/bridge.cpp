@@ -144,15 +144,7 @@ Bridge::Impl::Impl(int listen_port, std::string socket_path_in, BridgeOptions op
 
 void Bridge::Impl::run() {
   accept();
-  const auto work = asio::make_work_guard(m_io);
-  while (true) {
-    try {
-      m_io.run();
-      return;
-    } catch (const std::exception& error) {
-      spdlog::error("bridge: {}", error.what());
-    }
-  }
+  relay::run_io(m_io, "bridge");
 }
 
 void Bridge::Impl::stop() {

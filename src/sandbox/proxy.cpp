@@ -703,15 +703,7 @@ void EgressProxy::Impl::start() {
 }
 
 void EgressProxy::Impl::serve() {
-  const auto work = asio::make_work_guard(m_io);
-  while (true) {
-    try {
-      m_io.run();
-      return;
-    } catch (const std::exception& error) {
-      spdlog::error("egress proxy: {}", error.what());
-    }
-  }
+  relay::run_io(m_io, "egress proxy");
 }
 
 void EgressProxy::Impl::stop() {

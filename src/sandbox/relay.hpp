@@ -37,6 +37,20 @@ inline void set_close_on_exec(int fd) {
   if (fd >= 0) ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC);
 }
 
+// Runs `io` until it runs out of work or is stopped; a handler that throws is
+// logged and the loop goes on, so one bad connection never ends the server.
+inline void run_io(asio::io_context& io, const char* who) {
+  const auto work = asio::make_work_guard(io);
+  while (true) {
+    try {
+      io.run();
+      return;
+    } catch (const std::exception& error) {
+      spdlog::error("{}: {}", who, error.what());
+    }
+  }
+}
+
 // Accepts connections one after another for as long as the acceptor is open
 // and hands each to `admit`; `who` names the server in the log.
 template <typename Acceptor, typename Admit>
