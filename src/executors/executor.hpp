@@ -1,10 +1,11 @@
 // An executor turns a task into the worker's command line inside the sandbox,
-// and turns what the worker did into an outcome.
+// watches the worker while it runs, and turns what it did into an outcome.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/config.hpp"
@@ -14,22 +15,60 @@
 
 namespace mullet::executors {
 
+// Where executors' own files go inside the sandbox (read-only there).
+inline constexpr const char* files_inside = "/mullet/etc";
+
 struct TaskContext {
   std::string prompt;
   const config::Config& config;
+  // A directory of ours that outlives jobs, where an executor may cache what
+  // it learned about its binary (the jobs directory).
+  std::string cache_dir;
+};
+
+// A file the executor needs inside the sandbox, at files_inside/name.
+struct GeneratedFile {
+  std::string name;
+  std::string content;
 };
 
 struct WorkerSpec {
   std::vector<std::string> command;  // argv inside the sandbox
   std::map<std::string, std::string> env;
   std::vector<sandbox::Mount> mounts;
+  std::vector<GeneratedFile> files;
+  std::vector<std::string> grants;  // network the worker itself needs (its API endpoint)
   std::string stdin_data;
+  // Its stdout is a machine-readable stream, kept apart from stderr (and
+  // stored as the job's events.jsonl).
+  bool structured_stdout = false;
   jobs::ExecutorRecord record;
 };
 
 struct WorkerOutcome {
-  bool success = false;
+  enum class Kind { success, failed, refused };
+  Kind kind = Kind::failed;
   std::string error;  // why not, when not
+  std::string hint;   // what the user can do about it
+  jobs::WorkerReport report;
+};
+
+// Watches one run of the worker: sees its output as it arrives, may stop it,
+// and judges the run once it has ended.
+class WorkerSession {
+ public:
+  WorkerSession() = default;
+  WorkerSession(const WorkerSession&) = delete;
+  WorkerSession& operator=(const WorkerSession&) = delete;
+  virtual ~WorkerSession() = default;
+
+  virtual void on_stdout(std::string_view chunk) = 0;
+  virtual void on_stderr(std::string_view chunk) = 0;
+  // Called every few hundred milliseconds while the worker runs. Non-empty:
+  // the sandbox must be killed now, and this is why.
+  virtual std::string poll() { return {}; }
+  // The whole sandbox has ended.
+  virtual WorkerOutcome finish(const sandbox::RunResult& run) = 0;
 };
 
 class Executor {
@@ -40,12 +79,17 @@ class Executor {
   virtual ~Executor() = default;
 
   virtual std::string name() const = 0;
-  // Throws a usage error when the task cannot be prepared (missing command).
+  // Throws a usage error when the task cannot be prepared (missing command),
+  // a refusal when the worker cannot be run safely.
   virtual WorkerSpec prepare(const TaskContext& task) const = 0;
-  virtual WorkerOutcome interpret(const sandbox::RunResult& run, const std::string& output) const;
+  // show_progress: print what the worker is doing on our stderr.
+  virtual std::unique_ptr<WorkerSession> start_session(bool show_progress) const;
 };
 
-// Throws a usage error for an unknown or unavailable executor.
+// The verdict on a worker that prints plain text: success is exit code 0.
+WorkerOutcome plain_outcome(const sandbox::RunResult& run);
+
+// Throws a usage error for an unknown executor.
 std::unique_ptr<Executor> make_executor(const std::string& name);
 
 }  // namespace mullet::executors

@@ -15,6 +15,8 @@ JobPaths job_paths(const git::Repository& repo, const std::string& id) {
   paths.work_tree = paths.root + "/work";
   paths.home = paths.root + "/home";
   paths.worker_log = paths.root + "/worker.log";
+  paths.events_log = paths.root + "/events.jsonl";
+  paths.executor_files = paths.root + "/etc";
   return paths;
 }
 

@@ -15,6 +15,8 @@ struct JobPaths {
   std::string work_tree;   // the clone's work tree (writable inside)
   std::string home;        // the sandbox's private HOME
   std::string worker_log;  // the worker's output while it runs
+  std::string events_log;  // the worker's event stream, for executors that have one
+  std::string executor_files;  // files the executor generated (read-only inside)
 };
 
 std::string jobs_directory(const git::Repository& repo);

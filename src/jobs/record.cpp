@@ -33,6 +33,35 @@ std::string string_or_empty(const nlohmann::json& json, const char* key) {
   return found != json.end() && found->is_string() ? found->get<std::string>() : std::string();
 }
 
+nlohmann::json report_json(const WorkerReport& report) {
+  if (report.empty()) return nullptr;
+  return {{"status", null_if_empty(report.status)},
+          {"summary", null_if_empty(report.summary)},
+          {"turns", report.turns},
+          {"cost_usd", report.cost_usd},
+          {"model", null_if_empty(report.model)},
+          {"session_id", null_if_empty(report.session_id)},
+          {"permission_denials", report.permission_denials.is_array() ? report.permission_denials
+                                                                      : nlohmann::json::array()}};
+}
+
+WorkerReport report_from_json(const nlohmann::json& json) {
+  WorkerReport report;
+  if (!json.is_object()) return report;
+  report.status = string_or_empty(json, "status");
+  report.summary = string_or_empty(json, "summary");
+  report.turns = integer_or(json, "turns", std::int64_t{0});
+  if (const auto cost = json.find("cost_usd"); cost != json.end() && cost->is_number()) {
+    report.cost_usd = cost->get<double>();
+  }
+  report.model = string_or_empty(json, "model");
+  report.session_id = string_or_empty(json, "session_id");
+  if (const auto denials = json.find("permission_denials"); denials != json.end() && denials->is_array()) {
+    report.permission_denials = *denials;
+  }
+  return report;
+}
+
 }  // namespace
 
 std::string state_name(JobState state) {
@@ -86,7 +115,8 @@ nlohmann::json to_json(const JobRecord& record) {
       {"phases", phases},
       {"snapshot_warnings", warnings},
       {"runner",
-       {{"pid", record.runner.pid}, {"start_ticks", record.runner.start_ticks}, {"boot_id", record.runner.boot_id}}}};
+       {{"pid", record.runner.pid}, {"start_ticks", record.runner.start_ticks}, {"boot_id", record.runner.boot_id}}},
+      {"report", report_json(record.report)}};
 }
 
 JobRecord record_from_json(const nlohmann::json& json) {
@@ -140,6 +170,7 @@ JobRecord record_from_json(const nlohmann::json& json) {
     record.runner.start_ticks = integer_or(*runner, "start_ticks", std::uint64_t{0});
     record.runner.boot_id = string_or_empty(*runner, "boot_id");
   }
+  if (const auto report = json.find("report"); report != json.end()) record.report = report_from_json(*report);
   return record;
 }
 

@@ -33,6 +33,20 @@ struct ExecutorRecord {
   std::string version;  // the worker binary's version, when it has one
 };
 
+// What the worker itself said about its run, when its executor can tell
+// (Claude Code's result event).
+struct WorkerReport {
+  std::string status;  // done, blocked; empty when the worker returned none
+  std::string summary;
+  std::int64_t turns = 0;
+  double cost_usd = 0;
+  std::string model;
+  std::string session_id;
+  // Tool uses the worker's own permission rules refused: [{tool, input}].
+  nlohmann::json permission_denials = nlohmann::json::array();
+  bool empty() const { return status.empty() && turns == 0 && model.empty() && permission_denials.empty(); }
+};
+
 // Who is running the job, so a later reader can tell a live job from one whose
 // runner died (pid reuse is ruled out by the process start time).
 struct RunnerRecord {
@@ -56,6 +70,7 @@ struct JobRecord {
   std::vector<PhaseRecord> phases;
   std::vector<std::string> snapshot_warnings;
   RunnerRecord runner;
+  WorkerReport report;
 };
 
 nlohmann::json to_json(const JobRecord& record);

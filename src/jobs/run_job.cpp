@@ -31,6 +31,7 @@ namespace {
 
 constexpr std::size_t log_kept_bytes = 8U << 20U;
 constexpr std::size_t phase_tail_bytes = 4096;
+constexpr std::size_t events_kept_bytes = 64U << 20U;
 
 // What one phase runs, before it becomes a sandbox plan.
 struct PhaseSpec {
@@ -40,6 +41,10 @@ struct PhaseSpec {
   std::vector<sandbox::Mount> mounts;
   std::string stdin_data;
   std::vector<std::string> grants;
+  // The worker's session watches its output; stdout is an event stream
+  // kept apart (events.jsonl) when structured_stdout.
+  executors::WorkerSession* session = nullptr;
+  bool structured_stdout = false;
 };
 
 sandbox::Plan plan_for(const git::Repository& repo, const config::Config& config, const JobPaths& paths,
@@ -80,8 +85,22 @@ PhaseSpec setup_phase(const config::Config& config) {
   return {"setup", {"/bin/sh", "-c", config.string("run.setup")}, {}, {}, {}, config.list("network.setup")};
 }
 
-PhaseSpec worker_phase(const config::Config& config, const executors::WorkerSpec& spec) {
-  return {"worker", spec.command, spec.env, spec.mounts, spec.stdin_data, config.list("network.worker")};
+PhaseSpec worker_phase(const config::Config& config, const JobPaths& paths, const executors::WorkerSpec& spec) {
+  PhaseSpec phase{"worker", spec.command, spec.env, spec.mounts, spec.stdin_data, config.list("network.worker")};
+  for (const auto& grant : spec.grants) {
+    if (std::find(phase.grants.begin(), phase.grants.end(), grant) == phase.grants.end()) phase.grants.push_back(grant);
+  }
+  if (!spec.files.empty()) {
+    phase.mounts.push_back({sandbox::MountKind::read_only_bind, paths.executor_files, executors::files_inside});
+  }
+  phase.structured_stdout = spec.structured_stdout;
+  return phase;
+}
+
+void write_executor_files(const JobPaths& paths, const std::vector<executors::GeneratedFile>& files) {
+  if (files.empty()) return;
+  util::make_dirs(paths.executor_files, 0755);
+  for (const auto& file : files) util::write_file(paths.executor_files + "/" + file.name, file.content, 0444);
 }
 
 // Dependency directories setup created: read-only for every later phase.
@@ -114,8 +133,7 @@ class PhaseRunner {
  public:
   PhaseRunner(const git::Repository& repo, const config::Config& config, const JobPaths& paths, bool echo)
       : m_repo(repo), m_config(config), m_paths(paths), m_echo(echo) {
-    m_log_fd.reset(::open(paths.worker_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!m_log_fd) throw failure("cannot write " + paths.worker_log + ": " + util::errno_text(errno));
+    m_log_fd = open_log(paths.worker_log);
   }
 
   std::pair<sandbox::RunResult, PhaseRecord> run(const PhaseSpec& phase) {
@@ -133,12 +151,34 @@ class PhaseRunner {
     std::string output;
     sandbox::RunIo io;
     io.stdin_data = phase.stdin_data;
-    io.on_output = [&](std::string_view chunk) {
+    const auto to_log = [&](std::string_view chunk) {
       [[maybe_unused]] auto ignored = ::write(m_log_fd.get(), chunk.data(), chunk.size());
       output.append(chunk);
       if (output.size() > 2 * log_kept_bytes) output = util::tail(output, log_kept_bytes);
-      if (m_echo) std::cerr.write(chunk.data(), static_cast<std::streamsize>(chunk.size())).flush();
     };
+    UniqueFd events_fd;
+    if (phase.session == nullptr) {
+      io.on_output = [&](std::string_view chunk) {
+        to_log(chunk);
+        if (m_echo) std::cerr.write(chunk.data(), static_cast<std::streamsize>(chunk.size())).flush();
+      };
+    } else if (!phase.structured_stdout) {
+      io.on_output = [&](std::string_view chunk) {
+        to_log(chunk);
+        phase.session->on_stdout(chunk);
+      };
+    } else {
+      events_fd = open_log(m_paths.events_log);
+      io.on_output = [&](std::string_view chunk) {
+        [[maybe_unused]] auto ignored = ::write(events_fd.get(), chunk.data(), chunk.size());
+        phase.session->on_stdout(chunk);
+      };
+      io.on_error_output = [&](std::string_view chunk) {
+        to_log(chunk);
+        phase.session->on_stderr(chunk);
+      };
+    }
+    if (phase.session != nullptr) io.poll = [&] { return phase.session->poll(); };
     auto cleanup = [&] {
       if (proxy) proxy->stop();
       if (!proxy_dir.empty()) util::remove_tree(proxy_dir);
@@ -160,21 +200,24 @@ class PhaseRunner {
     cleanup();
     m_log += output;
     if (m_log.size() > 2 * log_kept_bytes) m_log = util::tail(m_log, log_kept_bytes);
-    m_last_output = std::move(output);
     return {result, record};
   }
 
   const std::string& log() const { return m_log; }
-  const std::string& last_output() const { return m_last_output; }
 
  private:
+  static UniqueFd open_log(const std::string& path) {
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd) throw failure("cannot write " + path + ": " + util::errno_text(errno));
+    return fd;
+  }
+
   const git::Repository& m_repo;
   const config::Config& m_config;
   const JobPaths& m_paths;
   bool m_echo;
   UniqueFd m_log_fd;
   std::string m_log;
-  std::string m_last_output;
 };
 
 bool ended_normally(const sandbox::RunResult& run) {
@@ -199,7 +242,8 @@ int exit_code_for(JobState state) {
 std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::Config& config,
                                      const std::string& job_id, const std::string& prompt) {
   const auto executor = executors::make_executor(config.string("run.executor"));
-  const auto spec = executor->prepare({prompt, config});
+  util::make_dirs(jobs_directory(repo), 0711);
+  const auto spec = executor->prepare({prompt, config, jobs_directory(repo)});
   const JobPaths paths = job_paths(repo, job_id);
   const std::string socket_placeholder = "/tmp/mullet-proxy-XXXXXX/proxy.sock";
   std::vector<sandbox::Plan> plans;
@@ -207,7 +251,7 @@ std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::
     const auto setup = setup_phase(config);
     plans.push_back(plan_for(repo, config, paths, setup, setup.grants.empty() ? "" : socket_placeholder));
   }
-  const auto worker = worker_phase(config, spec);
+  const auto worker = worker_phase(config, paths, spec);
   plans.push_back(plan_for(repo, config, paths, worker, worker.grants.empty() ? "" : socket_placeholder));
   return plans;
 }
@@ -215,7 +259,8 @@ std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::
 RunOutcome run_job(const git::Repository& repo, const config::Config& config, const RunRequest& request) {
   // Everything that can be refused is refused before a job exists.
   const auto executor = executors::make_executor(config.string("run.executor"));
-  const auto spec = executor->prepare({request.prompt, config});
+  util::make_dirs(jobs_directory(repo), 0711);
+  const auto spec = executor->prepare({request.prompt, config, jobs_directory(repo)});
   sandbox::find_bwrap();
   ::umask(022);
 
@@ -234,11 +279,11 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
   std::string log;
   std::string hint;
   try {
-    util::make_dirs(jobs_directory(repo), 0711);
     util::make_dirs(paths.root, 0711);
     git::create_private_clone(repo, request.base, {paths.git_dir, paths.work_tree}, sandbox::inside::git_dir);
     util::make_dirs(paths.home, 0700);
     util::write_file(paths.root + "/empty", "", 0444);
+    write_executor_files(paths, spec.files);
     if (::geteuid() == 0) {
       const auto uid = static_cast<uid_t>(config.integer("sandbox.uid"));
       util::chown_tree(paths.work_tree, uid, uid);
@@ -264,11 +309,14 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
     }
 
     if (setup_ok) {
-      PhaseSpec worker = worker_phase(config, spec);
+      PhaseSpec worker = worker_phase(config, paths, spec);
       for (auto& mount : read_only_mounts(paths, dependency_dirs)) worker.mounts.push_back(mount);
+      const auto session = executor->start_session(request.show_worker_output);
+      worker.session = session.get();
       const auto [run, phase] = phases.run(worker);
       record.phases.push_back(phase);
-      const auto outcome = executor->interpret(run, phases.last_output());
+      const auto outcome = session->finish(run);
+      record.report = outcome.report;
 
       const git::Snapshot snapshot =
           git::take_snapshot(repo, {paths.git_dir, paths.work_tree},
@@ -290,9 +338,11 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
       } else if (run.ended_by == "refused") {
         record.state = JobState::refused;
         record.error = "the wall check inside the sandbox failed";
-      } else if (!outcome.success) {
-        record.state = JobState::failed;
+      } else if (outcome.kind != executors::WorkerOutcome::Kind::success) {
+        record.state =
+            outcome.kind == executors::WorkerOutcome::Kind::refused ? JobState::refused : JobState::failed;
         record.error = outcome.error;
+        hint = outcome.hint;
       } else {
         record.state = changed ? JobState::succeeded : JobState::no_changes;
       }
@@ -310,6 +360,9 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
   record.finished_at = util::now_utc();
   std::map<std::string, std::string> files;
   files["worker.log"] = util::tail(log, log_kept_bytes);
+  if (auto events = util::read_file_if_exists(paths.events_log)) {
+    files["events.jsonl"] = events->size() > events_kept_bytes ? util::tail(*events, events_kept_bytes) : *events;
+  }
   const auto finished = store.update(
       record.id, [&](JobRecord& stored) { stored = record; }, files);
   return RunOutcome{finished.record, static_cast<ExitCode>(exit_code_for(finished.record.state)), hint};

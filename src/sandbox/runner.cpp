@@ -123,6 +123,8 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   OpenedBinds binds = open_bind_sources(plan);
   Pipe report = make_pipe();
   Pipe output = make_pipe();
+  const bool separate_errors = static_cast<bool>(io.on_error_output);
+  Pipe errors = separate_errors ? make_pipe() : Pipe{};
   Pipe input = make_pipe();
 
   util::SpawnOptions options;
@@ -142,7 +144,7 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   options.env = plan.env;
   options.stdin_fd = plan.feeds_stdin ? input.read_end.get() : -1;
   options.stdout_fd = output.write_end.get();
-  options.stderr_fd = output.write_end.get();
+  options.stderr_fd = separate_errors ? errors.write_end.get() : output.write_end.get();
   for (const auto& source : binds.sources) {
     if (source.fd >= 0 && source.staged_path.empty()) options.keep_fds.push_back(source.fd);
   }
@@ -168,6 +170,7 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   const pid_t pid = util::spawn(options);
   report.write_end.reset();
   output.write_end.reset();
+  errors.write_end.reset();
   input.read_end.reset();
   binds.owned.clear();
   if (!plan.feeds_stdin || io.stdin_data.empty()) input.write_end.reset();
@@ -201,15 +204,20 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
     }
   };
 
-  while (output.read_end || report.read_end) {
-    pollfd fds[3];
+  while (output.read_end || errors.read_end || report.read_end) {
+    pollfd fds[4];
     nfds_t count = 0;
     int output_index = -1;
+    int errors_index = -1;
     int report_index = -1;
     int input_index = -1;
     if (output.read_end) {
       output_index = static_cast<int>(count);
       fds[count++] = {output.read_end.get(), POLLIN, 0};
+    }
+    if (errors.read_end) {
+      errors_index = static_cast<int>(count);
+      fds[count++] = {errors.read_end.get(), POLLIN, 0};
     }
     if (report.read_end) {
       report_index = static_cast<int>(count);
@@ -223,18 +231,20 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
     if (ready < 0 && errno != EINTR) throw failure("poll failed: " + util::errno_text(errno));
     const std::int64_t now = util::monotonic_ms();
     if (ready > 0) {
-      if (output_index >= 0 && fds[output_index].revents != 0) {
-        const ssize_t got = ::read(output.read_end.get(), buffer, sizeof buffer);
+      const auto drain = [&](UniqueFd& fd, const std::function<void(std::string_view)>& deliver) {
+        const ssize_t got = ::read(fd.get(), buffer, sizeof buffer);
         if (got > 0) {
           const std::string_view chunk(buffer, static_cast<std::size_t>(got));
           last_activity = now;
           recent_output.append(chunk);
           if (recent_output.size() > 16384) recent_output.erase(0, recent_output.size() - 8192);
-          if (io.on_output) io.on_output(chunk);
+          if (deliver) deliver(chunk);
         } else if (got == 0 || errno != EINTR) {
-          output.read_end.reset();
+          fd.reset();
         }
-      }
+      };
+      if (output_index >= 0 && fds[output_index].revents != 0) drain(output.read_end, io.on_output);
+      if (errors_index >= 0 && fds[errors_index].revents != 0) drain(errors.read_end, io.on_error_output);
       if (report_index >= 0 && fds[report_index].revents != 0) {
         const ssize_t got = ::read(report.read_end.get(), buffer, sizeof buffer);
         if (got > 0 && report_text.size() < 4096) {
@@ -253,6 +263,9 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
       }
     }
     if (util::cancel_requested()) kill_sandbox("cancelled");
+    if (io.poll) {
+      if (const std::string reason = io.poll(); !reason.empty()) kill_sandbox(reason);
+    }
     if (plan.limits.wall_seconds > 0 && now - started > plan.limits.wall_seconds * 1000) kill_sandbox("timeout");
     if (plan.limits.inactivity_seconds > 0 && now - last_activity > plan.limits.inactivity_seconds * 1000) {
       kill_sandbox("inactivity");

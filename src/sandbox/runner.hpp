@@ -14,12 +14,17 @@ namespace mullet::sandbox {
 
 struct RunIo {
   std::string stdin_data;                           // fed when plan.feeds_stdin, then closed
-  std::function<void(std::string_view)> on_output;  // stdout and stderr, merged
+  std::function<void(std::string_view)> on_output;  // stdout, and stderr unless on_error_output is set
+  std::function<void(std::string_view)> on_error_output;
+  // Called every few hundred milliseconds while the sandbox runs; a non-empty
+  // answer kills the sandbox and becomes RunResult::ended_by.
+  std::function<std::string()> poll;
 };
 
 struct RunResult {
   util::ExitStatus status;
-  // exit, signal, timeout, inactivity, memory, cancelled
+  // exit, signal, timeout, inactivity, memory, disk, cancelled, refused (the
+  // wall check), or what RunIo::poll answered
   std::string ended_by;
   std::int64_t duration_ms = 0;
 };

@@ -1,6 +1,7 @@
 #include "util/strings.hpp"
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 namespace mullet::util {
@@ -133,6 +134,21 @@ std::string valid_utf8(std::string_view text) {
     }
   }
   return out;
+}
+
+}  // namespace mullet::util
+
+namespace mullet::util {
+
+std::string format_decimal(double value, int max_decimals) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", max_decimals, value);
+  std::string text = buffer;
+  if (text.find('.') != std::string::npos) {
+    while (text.back() == '0') text.pop_back();
+    if (text.back() == '.') text.pop_back();
+  }
+  return text;
 }
 
 }  // namespace mullet::util

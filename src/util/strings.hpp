@@ -22,5 +22,7 @@ std::string errno_text(int error_number);
 // The text with every invalid UTF-8 sequence replaced by U+FFFD, so output a
 // worker printed (binary, or cut mid-character) can always be stored as JSON.
 std::string valid_utf8(std::string_view text);
+// A number with at most max_decimals decimals and no trailing zeros: 0.25, 3.
+std::string format_decimal(double value, int max_decimals = 4);
 
 }  // namespace mullet::util

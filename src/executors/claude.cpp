@@ -1,0 +1,119 @@
+#include "executors/claude.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "executors/claude_args.hpp"
+#include "executors/claude_binary.hpp"
+#include "executors/claude_stream.hpp"
+#include "executors/progress.hpp"
+#include "util/clock.hpp"
+#include "util/strings.hpp"
+
+namespace mullet::executors {
+namespace {
+
+class ClaudeSession final : public WorkerSession {
+ public:
+  explicit ClaudeSession(bool show_progress)
+      : m_printer(show_progress, ::isatty(STDERR_FILENO) == 1), m_started(util::monotonic_ms()) {}
+
+  void on_stdout(std::string_view chunk) override { take(m_splitter.feed(chunk)); }
+
+  void on_stderr(std::string_view chunk) override {
+    m_stderr.append(chunk);
+    if (m_stderr.size() > 64 * 1024) m_stderr = util::tail(m_stderr, 32 * 1024);
+    m_printer.print_text(util::valid_utf8(chunk));
+  }
+
+  std::string poll() override {
+    if (m_refusal.empty()) m_printer.update(progress());
+    return m_refusal.empty() ? std::string() : "stopped: " + m_refusal;
+  }
+
+  WorkerOutcome finish(const sandbox::RunResult& run) override {
+    take(m_splitter.finish());
+    m_printer.update(progress());
+    m_printer.done();
+    claude::RunFacts facts;
+    facts.ended_by = run.ended_by;
+    facts.exit_code = run.status.code;
+    facts.stderr_text = m_stderr;
+    facts.refusal = m_refusal;
+    return claude::judge(m_state, facts);
+  }
+
+ private:
+  void take(const std::vector<nlohmann::json>& events) {
+    for (const auto& event : events) {
+      m_state.apply(event);
+      if (event.value("type", "") == "system" && event.value("subtype", "") == "init" && m_state.init &&
+          m_refusal.empty()) {
+        m_refusal = claude::check_init(*m_state.init, claude::worker_tools());
+      }
+    }
+    if (!events.empty() && m_refusal.empty()) m_printer.update(progress());
+  }
+
+  Progress progress() const {
+    Progress progress;
+    progress.elapsed_ms = util::monotonic_ms() - m_started;
+    progress.turns = m_state.result ? m_state.result->turns : m_state.turns;
+    progress.tool = m_state.tool;
+    progress.cost_is_estimate = !m_state.result;
+    progress.cost_usd = m_state.result ? m_state.result->cost_usd : m_state.estimated_cost;
+    return progress;
+  }
+
+  claude::EventSplitter m_splitter;
+  claude::StreamState m_state;
+  ProgressPrinter m_printer;
+  std::int64_t m_started;
+  std::string m_stderr;
+  std::string m_refusal;
+};
+
+}  // namespace
+
+WorkerSpec ClaudeExecutor::prepare(const TaskContext& task) const {
+  const auto& config = task.config;
+  const char* path = std::getenv("PATH");
+  const std::string real_path =
+      value_or_throw(claude::resolve_binary(config.string("claude.binary"), path != nullptr ? path : "/usr/bin:/bin"));
+  const claude::Binary binary = claude::probe_binary(real_path, task.cache_dir);
+  const claude::Endpoint endpoint = value_or_throw(claude::parse_endpoint(config.string("claude.base_url")));
+
+  const std::string settings_path = std::string(files_inside) + "/" + claude::settings_name;
+  WorkerSpec spec;
+  spec.command = value_or_throw(claude::build_argv(binary.flags, {settings_path, claude::result_schema().dump(), 0}));
+  spec.files.push_back({claude::settings_name,
+                        claude::build_settings({config.list("claude.allow_bash"), config.list("run.dependency_dirs"),
+                                                sandbox::inside::work_tree, sandbox::inside::home})
+                                .dump(2) +
+                            "\n"});
+  spec.mounts.push_back({sandbox::MountKind::read_only_bind, binary.path, claude::binary_inside});
+  spec.grants.push_back(endpoint.grant());
+  spec.env = {
+      {"ANTHROPIC_BASE_URL", config.string("claude.base_url")},
+      {"CLAUDE_CONFIG_DIR", claude::config_dir_inside},
+      {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"},
+      {"DISABLE_AUTOUPDATER", "1"},
+      {"DISABLE_TELEMETRY", "1"},
+      {"DISABLE_ERROR_REPORTING", "1"},
+      // Claude Code's default retries take minutes to give up on a dead
+      // endpoint; two retries still ride out a brief overload.
+      {"CLAUDE_CODE_MAX_RETRIES", "2"},
+  };
+  spec.stdin_data =
+      claude::build_prompt({task.prompt, config.list("claude.allow_bash"), sandbox::inside::work_tree});
+  spec.structured_stdout = true;
+  spec.record = {"claude", binary.path, binary.version};
+  return spec;
+}
+
+std::unique_ptr<WorkerSession> ClaudeExecutor::start_session(bool show_progress) const {
+  return std::make_unique<ClaudeSession>(show_progress);
+}
+
+}  // namespace mullet::executors
