@@ -2,15 +2,43 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "executors/claude_args.hpp"
+#include "executors/claude_binary.hpp"
+#include "jobs/layout.hpp"
 #include "sandbox/doctor.hpp"
 #include "util/error.hpp"
 
 namespace mullet::cli {
 namespace {
 
-// The grants each phase would get here: the user's config, narrowed by the
-// repository's .mullet.toml at HEAD when run inside a repository.
-nlohmann::json phase_grants() {
+// Which Claude Code a job would run, and whether it has every flag we rely on.
+sandbox::Check claude_check(const config::Config& config, const std::string& cache_dir) {
+  const bool required = config.string("run.executor") == "claude";
+  sandbox::Check check{"Claude Code (the claude executor)", false, required, {}, {}};
+  try {
+    const char* path = std::getenv("PATH");
+    const std::string real_path = value_or_throw(
+        executors::claude::resolve_binary(config.string("claude.binary"), path != nullptr ? path : "/usr/bin:/bin"));
+    const auto binary = executors::claude::probe_binary(real_path, cache_dir);
+    check.detail = binary.path + " (" + binary.version + ")";
+    const auto argv = executors::claude::build_argv(binary.flags, {"settings.json", "{}", 0});
+    if (!argv) {
+      check.detail += ": " + std::string(argv.error().what());
+      check.fix = argv.error().hint();
+      return check;
+    }
+    check.ok = true;
+  } catch (const Error& error) {
+    check.detail = error.what();
+    check.fix = error.hint();
+  }
+  return check;
+}
+
+int doctor(bool json) {
+  auto checks = sandbox::run_doctor_checks();
+  // The grants each phase would get here: the user's config, narrowed by the
+  // repository's .mullet.toml at HEAD when run inside a repository.
   std::optional<git::Repository> repo;
   try {
     repo.emplace(open_repository());
@@ -19,14 +47,19 @@ nlohmann::json phase_grants() {
   std::optional<git_oid> base;
   if (repo && git_repository_head_unborn(repo->get()) != 1) base = repo->head_commit();
   const auto config = load_config(repo ? &*repo : nullptr, base);
-  return {{"setup", config.list("network.setup")},
-          {"worker", config.list("network.worker")},
-          {"gates", nlohmann::json::array()}};
-}
-
-int doctor(bool json) {
-  const auto checks = sandbox::run_doctor_checks();
-  const auto grants = phase_grants();
+  checks.push_back(claude_check(config, repo ? jobs::jobs_directory(*repo) : std::string()));
+  // Claude Code refuses to run without its own sandbox, which needs socat.
+  for (auto& check : checks) {
+    if (check.name.rfind("socat", 0) == 0) check.required = config.string("run.executor") == "claude";
+  }
+  nlohmann::json worker_grants = config.list("network.worker");
+  if (config.string("run.executor") == "claude") {
+    if (const auto endpoint = executors::claude::parse_endpoint(config.string("claude.base_url"))) {
+      worker_grants.push_back(endpoint->grant());
+    }
+  }
+  const nlohmann::json grants = {
+      {"setup", config.list("network.setup")}, {"worker", worker_grants}, {"gates", nlohmann::json::array()}};
   bool required_ok = true;
   for (const auto& check : checks) required_ok = required_ok && (check.ok || !check.required);
   if (json) {

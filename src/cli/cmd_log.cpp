@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "executors/claude_stream.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
 #include "jobs/store.hpp"
@@ -10,16 +11,35 @@
 namespace mullet::cli {
 namespace {
 
-int log(const std::string& job_name) {
+struct LogOptions {
+  std::string job;
+  bool raw = false;
+};
+
+int log(const LogOptions& options) {
   const git::Repository repo = open_repository();
   const jobs::JobStore store(repo);
-  const auto job = store.find(job_name);
+  const auto job = store.find(options.job);
   std::optional<std::string> text;
+  std::optional<std::string> events;
   // While the job runs, its output is only in the scratch directory.
   if (jobs::effective_state(job.record) == jobs::JobState::running) {
-    text = util::read_file_if_exists(jobs::job_paths(repo, job.record.id).worker_log);
+    const auto paths = jobs::job_paths(repo, job.record.id);
+    text = util::read_file_if_exists(paths.worker_log);
+    events = util::read_file_if_exists(paths.events_log);
   }
   if (!text) text = store.read_file(job, "worker.log");
+  if (!events) events = store.read_file(job, "events.jsonl");
+  if (events && options.raw) {
+    std::cout << *events;
+  } else if (events) {
+    executors::claude::EventSplitter splitter;
+    auto parsed = splitter.feed(*events);
+    for (auto& event : splitter.finish()) parsed.push_back(std::move(event));
+    for (const auto& event : parsed) std::cout << executors::claude::render_event(event);
+    if (splitter.bad_lines() > 0) std::cout << "(" << splitter.bad_lines() << " lines were not events)\n";
+    if (text && !text->empty()) std::cout << "== the worker's other output:\n";
+  }
   std::cout << text.value_or("");
   return 0;
 }
@@ -27,10 +47,11 @@ int log(const std::string& job_name) {
 }  // namespace
 
 void add_log_command(CLI::App& app, Action& chosen) {
-  auto job = std::make_shared<std::string>();
-  CLI::App* sub = app.add_subcommand("log", "Print the worker's output");
-  sub->add_option("JOB", *job, "Job id or unique prefix")->required();
-  sub->callback([job, &chosen] { chosen = [job] { return log(*job); }; });
+  auto options = std::make_shared<LogOptions>();
+  CLI::App* sub = app.add_subcommand("log", "Print what the worker did (its events, readably) and its output");
+  sub->add_option("JOB", options->job, "Job id or unique prefix")->required();
+  sub->add_flag("--raw", options->raw, "Print the worker's event stream as it was recorded (JSON lines)");
+  sub->callback([options, &chosen] { chosen = [options] { return log(*options); }; });
 }
 
 }  // namespace mullet::cli

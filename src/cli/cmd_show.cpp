@@ -40,6 +40,17 @@ int show(const ShowOptions& options) {
   print_field("created", record.created_at);
   print_field("finished", record.finished_at.empty() ? "-" : record.finished_at);
   if (!record.error.empty()) print_field("error", record.error);
+  const auto& report = record.report;
+  if (!report.empty()) {
+    if (!report.status.empty()) print_field("outcome", report.status + ": " + util::first_line(report.summary, 200));
+    print_field("turns", std::to_string(report.turns) + ", $" + util::format_decimal(report.cost_usd) +
+                             (report.model.empty() ? "" : ", model " + report.model));
+    for (const auto& denial : report.permission_denials) {
+      const auto input = denial.value("tool_input", nlohmann::json::object());
+      std::string detail = input.is_object() ? input.value("command", input.value("file_path", "")) : "";
+      print_field("refused", denial.value("tool_name", "?") + (detail.empty() ? "" : ": " + detail));
+    }
+  }
   if (!record.phases.empty()) {
     std::cout << "phases:\n";
     for (const auto& phase : record.phases) {

@@ -69,9 +69,9 @@ Result<std::string> resolve_binary(const std::string& configured, const std::str
 
 Binary probe_binary(const std::string& real_path, const std::string& cache_dir) {
   const std::string identity = identity_of(real_path);
-  const std::string cache_path = cache_dir + "/" + cache_file_name;
+  const std::string cache_path = cache_dir.empty() ? std::string() : cache_dir + "/" + cache_file_name;
   nlohmann::json cache = nlohmann::json::object();
-  if (const auto text = util::read_file_if_exists(cache_path)) {
+  if (const auto text = cache_path.empty() ? std::nullopt : util::read_file_if_exists(cache_path)) {
     cache = nlohmann::json::parse(*text, nullptr, false);
     if (!cache.is_object()) cache = nlohmann::json::object();
   }
@@ -105,7 +105,7 @@ Binary probe_binary(const std::string& real_path, const std::string& cache_dir) 
   spdlog::debug("probed {}: version {}, {} flags", real_path, binary.version, binary.flags.size());
   cache[real_path] = {{"identity", identity}, {"version", binary.version}, {"flags", binary.flags}};
   try {
-    util::write_file_atomic(cache_path, cache.dump(1) + "\n", 0644);
+    if (!cache_path.empty()) util::write_file_atomic(cache_path, cache.dump(1) + "\n", 0644);
   } catch (const Error& error) {
     spdlog::debug("cannot cache the probe of {}: {}", real_path, error.what());
   }

@@ -159,7 +159,7 @@ std::vector<Check> run_doctor_checks() {
                       "git-mullet runs as root: sandboxes run as host uid 65534 (see [sandbox] uid)", ""});
   }
   checks.push_back(check_program("git", "git", "apt-get install git", true));
-  checks.push_back(check_program("socat (for the claude executor)", "socat", "apt-get install socat", false, "-V"));
+  checks.push_back(check_program("socat (Claude Code's own sandbox needs it)", "socat", "apt-get install socat", false, "-V"));
   return checks;
 }
 
