@@ -12,7 +12,7 @@
 namespace mullet::config {
 namespace {
 
-enum class Kind { string, list, integer, boolean };
+enum class Kind { string, list, integer, boolean, number };
 // What the repository's .mullet.toml may do with a key.
 enum class RepoRule { user_only, narrow_list, lower_only, free };
 
@@ -46,7 +46,19 @@ const std::vector<KeySpec>& schema() {
        "the worker's API endpoint"},
       {"claude.allow_bash", Kind::list, RepoRule::narrow_list, std::vector<std::string>{},
        "Bash command patterns the worker may run"},
-      {"limits.timeout", Kind::integer, RepoRule::lower_only, std::int64_t{3600}, "wall-clock seconds per job"},
+      {"run.attempts", Kind::integer, RepoRule::lower_only, std::int64_t{1},
+       "worker runs per job: a failed gate sends the worker back while attempts remain"},
+      {"run.max_parallel", Kind::integer, RepoRule::user_only, std::int64_t{0},
+       "jobs that may run at once in one repository (0: no cap); more wait for a slot"},
+      {"limits.timeout", Kind::integer, RepoRule::lower_only, std::int64_t{3600}, "wall-clock seconds per phase"},
+      {"limits.job_timeout", Kind::integer, RepoRule::lower_only, std::int64_t{14400},
+       "wall-clock seconds for the whole job, every attempt and gate included"},
+      {"limits.gate_timeout", Kind::integer, RepoRule::lower_only, std::int64_t{1800},
+       "wall-clock seconds per gate, unless the gate sets its own (lower) timeout"},
+      {"limits.turns", Kind::integer, RepoRule::lower_only, std::int64_t{200},
+       "the worker's turns per attempt (Claude Code)"},
+      {"limits.cost_usd", Kind::number, RepoRule::lower_only, 20.0,
+       "the worker's API cost per attempt in USD (Claude Code)"},
       {"limits.inactivity", Kind::integer, RepoRule::lower_only, std::int64_t{1800},
        "seconds without output before a phase is stopped"},
       {"limits.memory_mb", Kind::integer, RepoRule::lower_only, std::int64_t{8192}, "memory cap per sandbox (MiB)"},
@@ -72,6 +84,7 @@ const char* kind_name(Kind kind) {
     case Kind::list: return "an array of strings";
     case Kind::integer: return "an integer";
     case Kind::boolean: return "true or false";
+    case Kind::number: return "a number";
   }
   return "?";
 }
@@ -91,6 +104,9 @@ std::optional<Value> convert(const toml::node& node, Kind kind) {
       return std::nullopt;
     case Kind::boolean:
       if (node.is_boolean()) return Value(*node.value<bool>());
+      return std::nullopt;
+    case Kind::number:
+      if (node.is_integer() || node.is_floating_point()) return Value(*node.value<double>());
       return std::nullopt;
     case Kind::list: {
       const auto* array = node.as_array();
@@ -124,6 +140,12 @@ bool names_an_address(const std::string& grant) {
   return !host.empty() && (host[0] == '[' || (host[0] >= '0' && host[0] <= '9'));
 }
 
+double numeric(const Value& value) {
+  if (const auto* number = std::get_if<std::int64_t>(&value)) return static_cast<double>(*number);
+  if (const auto* number = std::get_if<double>(&value)) return *number;
+  return 0;
+}
+
 // Checks a value's content; returns an error message or empty.
 std::string validate(const std::string& key, const Value& value) {
   if (key == "run.executor") {
@@ -140,9 +162,10 @@ std::string validate(const std::string& key, const Value& value) {
       if (!valid_destination(item)) return "'" + item + "' is not host:port (or \"*\")";
     }
   }
-  if (key.rfind("limits.", 0) == 0 || key == "sandbox.uid") {
-    if (std::get<std::int64_t>(value) <= 0) return "must be a positive number";
+  if (key.rfind("limits.", 0) == 0 || key == "sandbox.uid" || key == "run.attempts") {
+    if (numeric(value) <= 0) return "must be a positive number";
   }
+  if (key == "run.max_parallel" && numeric(value) < 0) return "must be 0 (no cap) or more";
   return {};
 }
 
@@ -160,6 +183,7 @@ std::string format_value(const Value& value) {
     return out.str();
   }
   if (const auto* number = std::get_if<std::int64_t>(&value)) return std::to_string(*number);
+  if (const auto* number = std::get_if<double>(&value)) return util::format_decimal(*number);
   return std::get<bool>(value) ? "true" : "false";
 }
 
@@ -192,6 +216,9 @@ const std::vector<std::string>& Config::list(const std::string& key) const {
 }
 std::int64_t Config::integer(const std::string& key) const {
   return std::get<std::int64_t>(entry(key).value);
+}
+double Config::number(const std::string& key) const {
+  return std::get<double>(entry(key).value);
 }
 bool Config::boolean(const std::string& key) const {
   return std::get<bool>(entry(key).value);
@@ -306,10 +333,9 @@ std::vector<Problem> Config::merge_toml(const std::string& text, const std::stri
           }
           if (widened) continue;
         }
-        if (spec->repo_rule == RepoRule::lower_only &&
-            std::get<std::int64_t>(*value) > std::get<std::int64_t>(current.value)) {
-          problems.push_back({ExitCode::refused, widen + "may only lower this limit (yours is " +
-                                                     std::to_string(std::get<std::int64_t>(current.value)) + ")"});
+        if (spec->repo_rule == RepoRule::lower_only && numeric(*value) > numeric(current.value)) {
+          problems.push_back(
+              {ExitCode::refused, widen + "may only lower this limit (yours is " + format_value(current.value) + ")"});
           continue;
         }
       }

@@ -18,7 +18,7 @@ namespace mullet::config {
 
 enum class Source { built_in, user_file, repo_file, flag };
 
-using Value = std::variant<std::string, std::vector<std::string>, std::int64_t, bool>;
+using Value = std::variant<std::string, std::vector<std::string>, std::int64_t, bool, double>;
 
 struct Entry {
   Value value;
@@ -46,6 +46,7 @@ class Config {
   const std::string& string(const std::string& key) const;
   const std::vector<std::string>& list(const std::string& key) const;
   std::int64_t integer(const std::string& key) const;
+  double number(const std::string& key) const;
   bool boolean(const std::string& key) const;
   const Entry& entry(const std::string& key) const;
   const std::map<std::string, Entry>& entries() const { return m_entries; }

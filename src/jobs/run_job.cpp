@@ -16,6 +16,7 @@
 #include "jobs/id.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
+#include "jobs/slots.hpp"
 #include "jobs/store.hpp"
 #include "sandbox/host.hpp"
 #include "sandbox/policy.hpp"
@@ -24,6 +25,7 @@
 #include "util/clock.hpp"
 #include "util/fd.hpp"
 #include "util/fs.hpp"
+#include "util/signals.hpp"
 #include "util/strings.hpp"
 
 namespace mullet::jobs {
@@ -274,8 +276,18 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
   record.created_at = util::now_utc();
   record.runner = current_runner();
   store.create(record);
+  if (request.on_created) request.on_created(record.id);
 
   const JobPaths paths = job_paths(repo, record.id);
+  const Slot slot = acquire_slot(
+      util::real_path(repo.common_dir()) + "/mullet/slots", config.integer("run.max_parallel"),
+      [] { return util::cancel_requested(); },
+      [&] {
+        if (request.show_worker_output) {
+          std::cerr << "git mullet: job " << record.id << " waits for a free slot ([run] max_parallel = "
+                    << config.integer("run.max_parallel") << ")\n";
+        }
+      });
   std::string log;
   std::string hint;
   try {

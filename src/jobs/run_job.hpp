@@ -2,6 +2,7 @@
 // worker in the sandbox, snapshot what it wrote, record everything.
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -18,6 +19,9 @@ struct RunRequest {
   std::string title;
   git_oid base{};
   bool show_worker_output = true;  // stream the worker's output to stderr
+  // Called once the job's record exists (its id is known), before it waits
+  // for a slot or runs anything.
+  std::function<void(const std::string& id)> on_created;
 };
 
 struct RunOutcome {
