@@ -13,8 +13,10 @@ namespace {
 
 // Which Claude Code a job would run, and whether it has every flag we rely on.
 sandbox::Check claude_check(const config::Config& config, const std::string& cache_dir) {
+  // A missing binary fails claude jobs before anything runs (exit 2); a
+  // binary without a flag we rely on makes them refused, like a broken wall.
   const bool required = config.string("run.executor") == "claude";
-  sandbox::Check check{"Claude Code (the claude executor)", false, required, {}, {}};
+  sandbox::Check check{"Claude Code (the claude executor)", false, false, {}, {}};
   try {
     const char* path = std::getenv("PATH");
     const std::string real_path = value_or_throw(
@@ -23,6 +25,7 @@ sandbox::Check claude_check(const config::Config& config, const std::string& cac
     check.detail = binary.path + " (" + binary.version + ")";
     const auto argv = executors::claude::build_argv(binary.flags, {"settings.json", "{}", 0});
     if (!argv) {
+      check.required = required;
       check.detail += ": " + std::string(argv.error().what());
       check.fix = argv.error().hint();
       return check;
@@ -48,10 +51,7 @@ int doctor(bool json) {
   if (repo && git_repository_head_unborn(repo->get()) != 1) base = repo->head_commit();
   const auto config = load_config(repo ? &*repo : nullptr, base);
   checks.push_back(claude_check(config, repo ? jobs::jobs_directory(*repo) : std::string()));
-  // Claude Code refuses to run without its own sandbox, which needs socat.
-  for (auto& check : checks) {
-    if (check.name.rfind("socat", 0) == 0) check.required = config.string("run.executor") == "claude";
-  }
+
   nlohmann::json worker_grants = config.list("network.worker");
   if (config.string("run.executor") == "claude") {
     if (const auto endpoint = executors::claude::parse_endpoint(config.string("claude.base_url"))) {

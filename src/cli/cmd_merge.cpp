@@ -24,6 +24,16 @@ int merge(const MergeOptions& options) {
   if (record.result.empty()) {
     throw usage_error("job " + record.id + " has nothing to merge (" + jobs::state_name(state) + ", no changes)");
   }
+  std::string failed_gate;
+  if (!record.attempts.empty()) {
+    for (const auto& gate : record.attempts.back().gates) {
+      if (!gate.passed) failed_gate = gate.name;
+    }
+  }
+  if (!failed_gate.empty() && !options.force) {
+    throw usage_error("job " + record.id + " failed its gate '" + failed_gate + "'",
+                      "see `git mullet show " + record.id + "`; pass --force to take its result anyway");
+  }
   if (state != jobs::JobState::succeeded && !options.force) {
     throw usage_error("job " + record.id + " did not succeed (" + jobs::state_name(state) + ")",
                       "review it with `git mullet diff " + record.id + "`; pass --force to take its result anyway");

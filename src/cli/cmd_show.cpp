@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "executors/claude_stream.hpp"
 #include "jobs/liveness.hpp"
 #include "jobs/store.hpp"
 #include "util/strings.hpp"
@@ -46,9 +47,7 @@ int show(const ShowOptions& options) {
     print_field("turns", std::to_string(report.turns) + ", $" + util::format_decimal(report.cost_usd) +
                              (report.model.empty() ? "" : ", model " + report.model));
     for (const auto& denial : report.permission_denials) {
-      const auto input = denial.value("tool_input", nlohmann::json::object());
-      std::string detail = input.is_object() ? input.value("command", input.value("file_path", "")) : "";
-      print_field("refused", denial.value("tool_name", "?") + (detail.empty() ? "" : ": " + detail));
+      print_field("refused", executors::claude::describe_denial(denial));
     }
   }
   if (!record.phases.empty()) {
@@ -56,6 +55,27 @@ int show(const ShowOptions& options) {
     for (const auto& phase : record.phases) {
       std::cout << "  " << phase.name << "  " << phase.ended_by << " " << phase.exit_code << "  "
                 << phase.duration_ms / 1000.0 << "s\n";
+    }
+  }
+  bool any_gate = false;
+  for (const auto& attempt : record.attempts) any_gate = any_gate || !attempt.gates.empty();
+  if (record.attempts.size() > 1 || any_gate) {
+    std::cout << "attempts:\n";
+    for (const auto& attempt : record.attempts) {
+      std::cout << "  " << attempt.number << "  " << (attempt.result.empty() ? "no changes" : short_sha(attempt.result))
+                << (attempt.error.empty() ? "" : "  " + attempt.error) << "\n";
+      for (const auto& gate : attempt.gates) {
+        std::string verdict = gate.passed ? "pass" : "FAIL";
+        std::string how = gate.ended_by == "exit" ? "exit " + std::to_string(gate.exit_code) : gate.ended_by;
+        std::cout << "     " << verdict << "  " << gate.name << "  (" << how << ", "
+                  << util::format_decimal(static_cast<double>(gate.duration_ms) / 1000.0, 1) << "s, on "
+                  << short_sha(gate.commit) << ")\n";
+        if (!gate.passed) {
+          for (const auto& line : util::split(util::trim(util::tail(gate.output_tail, 600)), '\n')) {
+            std::cout << "           | " << line << "\n";
+          }
+        }
+      }
     }
   }
   for (const auto& warning : record.snapshot_warnings) std::cout << "warning: " << warning << "\n";

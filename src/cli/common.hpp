@@ -12,6 +12,7 @@
 #include "config/config.hpp"
 #include "git/repository.hpp"
 #include "jobs/record.hpp"
+#include "jobs/run_job.hpp"
 
 namespace mullet::cli {
 
@@ -32,5 +33,15 @@ config::Config load_config(const git::Repository* repo, const std::optional<git_
 // The record as `run --json` and `show --json` print it (state as shown).
 nlohmann::json job_json(const jobs::JobRecord& record);
 std::string short_sha(const std::string& sha);
+
+// What `run` and `resume` print when a job ends: its state and result on
+// stdout (or the record as JSON), the error and hint on stderr.
+void print_run_outcome(const jobs::RunOutcome& outcome, bool json);
+
+// What `run` and `wait` print once a job has ended: its error and `hint` on
+// stderr, then the record as JSON (job_json) or, for people, the state, the
+// result, warnings and how to review and take the result, on stdout. The
+// human lines show record.state as given.
+void print_job_outcome(const jobs::JobRecord& record, const std::string& hint, bool json);
 
 }  // namespace mullet::cli

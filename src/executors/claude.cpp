@@ -16,8 +16,8 @@ namespace {
 
 class ClaudeSession final : public WorkerSession {
  public:
-  explicit ClaudeSession(bool show_progress)
-      : m_printer(show_progress, ::isatty(STDERR_FILENO) == 1), m_started(util::monotonic_ms()) {}
+  ClaudeSession(bool show_progress, const SessionLimits& limits)
+      : m_limits(limits), m_printer(show_progress, ::isatty(STDERR_FILENO) == 1), m_started(util::monotonic_ms()) {}
 
   void on_stdout(std::string_view chunk) override { take(m_splitter.feed(chunk)); }
 
@@ -28,8 +28,14 @@ class ClaudeSession final : public WorkerSession {
   }
 
   std::string poll() override {
-    if (m_refusal.empty()) m_printer.update(progress());
-    return m_refusal.empty() ? std::string() : "stopped: " + m_refusal;
+    if (!m_refusal.empty()) return "stopped: " + m_refusal;
+    m_printer.update(progress());
+    // Our own watch, besides Claude Code's --max-budget-usd: the estimate
+    // runs low (a message's final output tokens arrive after its event).
+    const Progress now = progress();
+    if (m_limits.max_turns > 0 && now.turns > m_limits.max_turns) return "turns";
+    if (m_limits.max_cost_usd > 0 && now.cost_usd > m_limits.max_cost_usd) return "cost";
+    return {};
   }
 
   WorkerOutcome finish(const sandbox::RunResult& run) override {
@@ -48,8 +54,9 @@ class ClaudeSession final : public WorkerSession {
   void take(const std::vector<nlohmann::json>& events) {
     for (const auto& event : events) {
       m_state.apply(event);
-      if (event.value("type", "") == "system" && event.value("subtype", "") == "init" && m_state.init &&
-          m_refusal.empty()) {
+      const bool is_init = event.find("type") != event.end() && event["type"] == "system" &&
+                           event.find("subtype") != event.end() && event["subtype"] == "init";
+      if (is_init && m_state.init && m_refusal.empty()) {
         m_refusal = claude::check_init(*m_state.init, claude::worker_tools());
       }
     }
@@ -66,6 +73,7 @@ class ClaudeSession final : public WorkerSession {
     return progress;
   }
 
+  SessionLimits m_limits;
   claude::EventSplitter m_splitter;
   claude::StreamState m_state;
   ProgressPrinter m_printer;
@@ -86,7 +94,8 @@ WorkerSpec ClaudeExecutor::prepare(const TaskContext& task) const {
 
   const std::string settings_path = std::string(files_inside) + "/" + claude::settings_name;
   WorkerSpec spec;
-  spec.command = value_or_throw(claude::build_argv(binary.flags, {settings_path, claude::result_schema().dump(), 0}));
+  spec.command = value_or_throw(claude::build_argv(
+      binary.flags, {settings_path, claude::result_schema().dump(), config.number("limits.cost_usd")}));
   spec.files.push_back({claude::settings_name,
                         claude::build_settings({config.list("claude.allow_bash"), config.list("run.dependency_dirs"),
                                                 sandbox::inside::work_tree, sandbox::inside::home})
@@ -112,8 +121,8 @@ WorkerSpec ClaudeExecutor::prepare(const TaskContext& task) const {
   return spec;
 }
 
-std::unique_ptr<WorkerSession> ClaudeExecutor::start_session(bool show_progress) const {
-  return std::make_unique<ClaudeSession>(show_progress);
+std::unique_ptr<WorkerSession> ClaudeExecutor::start_session(bool show_progress, const SessionLimits& limits) const {
+  return std::make_unique<ClaudeSession>(show_progress, limits);
 }
 
 }  // namespace mullet::executors

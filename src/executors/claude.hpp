@@ -10,7 +10,7 @@ class ClaudeExecutor final : public Executor {
  public:
   std::string name() const override { return "claude"; }
   WorkerSpec prepare(const TaskContext& task) const override;
-  std::unique_ptr<WorkerSession> start_session(bool show_progress) const override;
+  std::unique_ptr<WorkerSession> start_session(bool show_progress, const SessionLimits& limits) const override;
 };
 
 }  // namespace mullet::executors

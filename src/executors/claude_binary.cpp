@@ -105,7 +105,10 @@ Binary probe_binary(const std::string& real_path, const std::string& cache_dir) 
   spdlog::debug("probed {}: version {}, {} flags", real_path, binary.version, binary.flags.size());
   cache[real_path] = {{"identity", identity}, {"version", binary.version}, {"flags", binary.flags}};
   try {
-    if (!cache_path.empty()) util::write_file_atomic(cache_path, cache.dump(1) + "\n", 0644);
+    // Only where our directory already exists: asking must not create it.
+    if (!cache_path.empty() && util::is_directory(cache_dir)) {
+      util::write_file_atomic(cache_path, cache.dump(1) + "\n", 0644);
+    }
   } catch (const Error& error) {
     spdlog::debug("cannot cache the probe of {}: {}", real_path, error.what());
   }

@@ -26,6 +26,28 @@ std::vector<std::string> strings_at(const nlohmann::json& json, const char* key)
   return values;
 }
 
+// The stream comes from the worker: every field may be missing or of any type.
+bool bool_at(const nlohmann::json& json, const char* key) {
+  const auto found = json.find(key);
+  return found != json.end() && found->is_boolean() && found->get<bool>();
+}
+
+double number_at(const nlohmann::json& json, const char* key) {
+  const auto found = json.find(key);
+  return found != json.end() && found->is_number() ? found->get<double>() : 0.0;
+}
+
+std::int64_t integer_at(const nlohmann::json& json, const char* key) {
+  const auto found = json.find(key);
+  return found != json.end() && found->is_number_integer() ? found->get<std::int64_t>() : 0;
+}
+
+const nlohmann::json& object_at(const nlohmann::json& json, const char* key) {
+  static const nlohmann::json none = nlohmann::json::object();
+  const auto found = json.find(key);
+  return found != json.end() && found->is_object() ? *found : none;
+}
+
 bool contains(std::string_view text, std::string_view part) {
   return text.find(part) != std::string_view::npos;
 }
@@ -41,7 +63,7 @@ std::string tool_detail(const nlohmann::json& input) {
 }
 
 std::string describe_tool(const nlohmann::json& block) {
-  const std::string detail = tool_detail(block.value("input", nlohmann::json::object()));
+  const std::string detail = tool_detail(object_at(block, "input"));
   return string_at(block, "name") + (detail.empty() ? "" : ": " + detail);
 }
 
@@ -56,14 +78,17 @@ const nlohmann::json& message_content(const nlohmann::json& event) {
 std::string denials_text(const nlohmann::json& denials) {
   std::vector<std::string> parts;
   for (const auto& denial : denials) {
-    if (!denial.is_object()) continue;
-    parts.push_back(describe_tool({{"name", string_at(denial, "tool_name")},
-                                   {"input", denial.value("tool_input", nlohmann::json::object())}}));
+    if (denial.is_object()) parts.push_back(describe_denial(denial));
   }
   return util::join(parts, "; ");
 }
 
 }  // namespace
+
+std::string describe_denial(const nlohmann::json& denial) {
+  if (!denial.is_object()) return "?";
+  return describe_tool({{"name", string_at(denial, "tool_name")}, {"input", object_at(denial, "tool_input")}});
+}
 
 std::vector<nlohmann::json> EventSplitter::feed(std::string_view chunk) {
   std::vector<nlohmann::json> events;
@@ -122,8 +147,8 @@ void StreamState::apply(const nlohmann::json& event) {
     ++api_retries;
     last_api_error = string_at(event, "error");
     if (const auto status = event.find("error_status"); status != event.end() && status->is_number_integer()) {
-      last_api_error += (last_api_error.empty() ? "HTTP " : " (HTTP ") + std::to_string(status->get<int>()) +
-                        (last_api_error.size() > 5 ? ")" : "");
+      const std::string http = "HTTP " + std::to_string(status->get<int>());
+      last_api_error = last_api_error.empty() ? http : last_api_error + " (" + http + ")";
     }
   } else if (type == "assistant") {
     const auto message = event.find("message");
@@ -145,7 +170,7 @@ void StreamState::apply(const nlohmann::json& event) {
   } else if (type == "result") {
     ResultEvent seen;
     seen.subtype = subtype;
-    seen.is_error = event.value("is_error", false);
+    seen.is_error = bool_at(event, "is_error");
     if (const auto n = event.find("num_turns"); n != event.end() && n->is_number_integer()) seen.turns = n->get<std::int64_t>();
     if (const auto c = event.find("total_cost_usd"); c != event.end() && c->is_number()) seen.cost_usd = c->get<double>();
     if (const auto d = event.find("duration_ms"); d != event.end() && d->is_number_integer()) {
@@ -213,7 +238,7 @@ WorkerOutcome judge(const StreamState& state, const RunFacts& facts) {
     }
   }
   if (facts.ended_by != "exit" && facts.ended_by != "signal") {
-    return failed("the worker was stopped: " + facts.ended_by);
+    return failed("the worker was stopped: " + describe_stop(facts.ended_by));
   }
   if (!state.result) {
     if (contains(facts.stderr_text, "Sandbox required but unavailable")) {
@@ -276,7 +301,7 @@ std::string render_event(const nlohmann::json& event) {
            ", model " + string_at(event, "model") + ", permission mode " + string_at(event, "permissionMode") +
            ", tools " + util::join(strings_at(event, "tools"), ",") + "\n";
   } else if (type == "system" && subtype == "api_retry") {
-    out += "!! API retry " + std::to_string(event.value("attempt", 0)) + ": " + string_at(event, "error") + "\n";
+    out += "!! API retry " + std::to_string(integer_at(event, "attempt")) + ": " + string_at(event, "error") + "\n";
   } else if (type == "assistant") {
     for (const auto& block : message_content(event)) {
       if (!block.is_object()) continue;
@@ -298,14 +323,14 @@ std::string render_event(const nlohmann::json& event) {
           for (const auto& part : *c) content += string_at(part, "text");
         }
       }
-      const bool error = block.value("is_error", false);
+      const bool error = bool_at(block, "is_error");
       out += std::string(error ? "<- error: " : "<- ") + util::first_line(util::trim(content), 200) + "\n";
     }
   } else if (type == "result") {
-    out += "== result: " + subtype + (event.value("is_error", false) ? " (error)" : "") + ", " +
-           std::to_string(event.value("num_turns", 0)) + " turns, $" +
-           util::format_decimal(event.value("total_cost_usd", 0.0)) + ", " +
-           util::format_decimal(static_cast<double>(event.value("duration_ms", 0)) / 1000.0, 1) + "s\n";
+    out += "== result: " + subtype + (bool_at(event, "is_error") ? " (error)" : "") + ", " +
+           std::to_string(integer_at(event, "num_turns")) + " turns, $" +
+           util::format_decimal(number_at(event, "total_cost_usd")) + ", " +
+           util::format_decimal(number_at(event, "duration_ms") / 1000.0, 1) + "s\n";
     if (const auto output = event.find("structured_output"); output != event.end() && output->is_object()) {
       out += "   status: " + string_at(*output, "status") + "\n   summary: " + string_at(*output, "summary") + "\n";
     } else if (!string_at(event, "result").empty()) {

@@ -92,6 +92,9 @@ WorkerOutcome judge(const StreamState& state, const RunFacts& facts);
 // worth a line.
 std::string render_event(const nlohmann::json& event);
 
+// One permission_denials entry as "Bash: touch evil".
+std::string describe_denial(const nlohmann::json& denial);
+
 // An estimate in USD of what a message's usage costs, by model family.
 double estimate_cost(const std::string& model, const nlohmann::json& usage);
 

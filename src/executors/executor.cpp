@@ -33,12 +33,29 @@ WorkerOutcome plain_outcome(const sandbox::RunResult& run) {
   } else if (run.ended_by == "exit" || run.ended_by == "signal") {
     outcome.error = "the worker failed (" + run.status.describe() + ")";
   } else {
-    outcome.error = "the worker was stopped: " + run.ended_by;
+    outcome.error = "the worker was stopped: " + describe_stop(run.ended_by);
   }
   return outcome;
 }
 
-std::unique_ptr<WorkerSession> Executor::start_session(bool show_progress) const {
+std::string describe_stop(const std::string& ended_by) {
+  static const std::vector<std::pair<std::string, std::string>> meanings = {
+      {"timeout", "the phase's wall-clock limit (limits.timeout, or the gate's timeout)"},
+      {"job_timeout", "the job's wall-clock limit (limits.job_timeout)"},
+      {"inactivity", "no output for limits.inactivity seconds"},
+      {"memory", "the memory limit (limits.memory_mb)"},
+      {"disk", "the disk limit (limits.disk_mb)"},
+      {"turns", "the turn limit (limits.turns)"},
+      {"cost", "the cost limit (limits.cost_usd)"},
+      {"cancelled", "git-mullet was interrupted (SIGINT or SIGTERM)"},
+  };
+  for (const auto& [name, meaning] : meanings) {
+    if (ended_by == name) return name + ": " + meaning;
+  }
+  return ended_by;
+}
+
+std::unique_ptr<WorkerSession> Executor::start_session(bool show_progress, const SessionLimits& /*limits*/) const {
   return std::make_unique<PlainSession>(show_progress);
 }
 

@@ -53,6 +53,12 @@ struct WorkerOutcome {
   jobs::WorkerReport report;
 };
 
+// Limits only the worker's own output shows (0: none).
+struct SessionLimits {
+  std::int64_t max_turns = 0;
+  double max_cost_usd = 0;
+};
+
 // Watches one run of the worker: sees its output as it arrives, may stop it,
 // and judges the run once it has ended.
 class WorkerSession {
@@ -82,9 +88,14 @@ class Executor {
   // Throws a usage error when the task cannot be prepared (missing command),
   // a refusal when the worker cannot be run safely.
   virtual WorkerSpec prepare(const TaskContext& task) const = 0;
-  // show_progress: print what the worker is doing on our stderr.
-  virtual std::unique_ptr<WorkerSession> start_session(bool show_progress) const;
+  // show_progress: print what the worker is doing on our stderr. The limits
+  // are enforced where the executor can see turns and cost.
+  virtual std::unique_ptr<WorkerSession> start_session(bool show_progress, const SessionLimits& limits) const;
 };
+
+// What a sandbox's ended_by means, for a person ("timeout: the phase's
+// wall-clock limit (limits.timeout ...)").
+std::string describe_stop(const std::string& ended_by);
 
 // The verdict on a worker that prints plain text: success is exit code 0.
 WorkerOutcome plain_outcome(const sandbox::RunResult& run);

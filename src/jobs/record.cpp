@@ -62,6 +62,58 @@ WorkerReport report_from_json(const nlohmann::json& json) {
   return report;
 }
 
+nlohmann::json attempts_json(const std::vector<AttemptRecord>& attempts) {
+  nlohmann::json array = nlohmann::json::array();
+  for (const auto& attempt : attempts) {
+    nlohmann::json gates = nlohmann::json::array();
+    for (const auto& gate : attempt.gates) {
+      gates.push_back({{"name", text(gate.name)},
+                       {"command", text(gate.command)},
+                       {"commit", gate.commit},
+                       {"passed", gate.passed},
+                       {"exit_code", gate.exit_code},
+                       {"ended_by", gate.ended_by},
+                       {"duration_ms", gate.duration_ms},
+                       {"output_tail", text(gate.output_tail)}});
+    }
+    array.push_back({{"number", attempt.number},
+                     {"result", null_if_empty(attempt.result)},
+                     {"error", null_if_empty(attempt.error)},
+                     {"gates", gates}});
+  }
+  return array;
+}
+
+std::vector<AttemptRecord> attempts_from_json(const nlohmann::json& json) {
+  std::vector<AttemptRecord> attempts;
+  if (!json.is_array()) return attempts;
+  for (const auto& item : json) {
+    if (!item.is_object()) continue;
+    AttemptRecord attempt;
+    attempt.number = integer_or(item, "number", 0);
+    attempt.result = string_or_empty(item, "result");
+    attempt.error = string_or_empty(item, "error");
+    if (const auto gates = item.find("gates"); gates != item.end() && gates->is_array()) {
+      for (const auto& entry : *gates) {
+        if (!entry.is_object()) continue;
+        GateRecord gate;
+        gate.name = string_or_empty(entry, "name");
+        gate.command = string_or_empty(entry, "command");
+        gate.commit = string_or_empty(entry, "commit");
+        const auto passed = entry.find("passed");
+        gate.passed = passed != entry.end() && passed->is_boolean() && passed->get<bool>();
+        gate.exit_code = integer_or(entry, "exit_code", -1);
+        gate.ended_by = string_or_empty(entry, "ended_by");
+        gate.duration_ms = integer_or(entry, "duration_ms", std::int64_t{0});
+        gate.output_tail = string_or_empty(entry, "output_tail");
+        attempt.gates.push_back(gate);
+      }
+    }
+    attempts.push_back(attempt);
+  }
+  return attempts;
+}
+
 }  // namespace
 
 std::string state_name(JobState state) {
@@ -116,7 +168,8 @@ nlohmann::json to_json(const JobRecord& record) {
       {"snapshot_warnings", warnings},
       {"runner",
        {{"pid", record.runner.pid}, {"start_ticks", record.runner.start_ticks}, {"boot_id", record.runner.boot_id}}},
-      {"report", report_json(record.report)}};
+      {"report", report_json(record.report)},
+      {"attempts", attempts_json(record.attempts)}};
 }
 
 JobRecord record_from_json(const nlohmann::json& json) {
@@ -171,6 +224,9 @@ JobRecord record_from_json(const nlohmann::json& json) {
     record.runner.boot_id = string_or_empty(*runner, "boot_id");
   }
   if (const auto report = json.find("report"); report != json.end()) record.report = report_from_json(*report);
+  if (const auto attempts = json.find("attempts"); attempts != json.end()) {
+    record.attempts = attempts_from_json(*attempts);
+  }
   return record;
 }
 

@@ -27,6 +27,26 @@ struct PhaseRecord {
   nlohmann::json network = nlohmann::json::array();  // the egress proxy's decisions
 };
 
+// One gate's run against one attempt's tree.
+struct GateRecord {
+  std::string name;
+  std::string command;
+  std::string commit;  // the commit whose tree it ran against
+  bool passed = false;
+  int exit_code = -1;
+  std::string ended_by;  // exit, signal, timeout, ...
+  std::int64_t duration_ms = 0;
+  std::string output_tail;
+};
+
+// One run of the worker, its snapshot and the gates that judged it.
+struct AttemptRecord {
+  int number = 0;
+  std::string result;  // this attempt's snapshot commit; empty when the tree was the base's
+  std::string error;   // empty when the worker succeeded
+  std::vector<GateRecord> gates;
+};
+
 struct ExecutorRecord {
   std::string name;     // command, claude
   std::string command;  // what ran, for the command executor
@@ -70,7 +90,8 @@ struct JobRecord {
   std::vector<PhaseRecord> phases;
   std::vector<std::string> snapshot_warnings;
   RunnerRecord runner;
-  WorkerReport report;
+  WorkerReport report;  // the last attempt's
+  std::vector<AttemptRecord> attempts;
 };
 
 nlohmann::json to_json(const JobRecord& record);

@@ -1,6 +1,5 @@
 #include "jobs/run_job.hpp"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,20 +9,15 @@
 #include <spdlog/spdlog.h>
 
 #include "executors/executor.hpp"
-#include "git/cli.hpp"
 #include "git/clone.hpp"
 #include "git/snapshot.hpp"
 #include "jobs/id.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
+#include "jobs/phases.hpp"
 #include "jobs/slots.hpp"
 #include "jobs/store.hpp"
-#include "sandbox/host.hpp"
-#include "sandbox/policy.hpp"
-#include "sandbox/proxy.hpp"
-#include "sandbox/runner.hpp"
 #include "util/clock.hpp"
-#include "util/fd.hpp"
 #include "util/fs.hpp"
 #include "util/signals.hpp"
 #include "util/strings.hpp"
@@ -31,78 +25,20 @@
 namespace mullet::jobs {
 namespace {
 
+using executors::describe_stop;
+
 constexpr std::size_t log_kept_bytes = 8U << 20U;
-constexpr std::size_t phase_tail_bytes = 4096;
 constexpr std::size_t events_kept_bytes = 64U << 20U;
-
-// What one phase runs, before it becomes a sandbox plan.
-struct PhaseSpec {
-  std::string name;
-  std::vector<std::string> command;
-  std::map<std::string, std::string> env;
-  std::vector<sandbox::Mount> mounts;
-  std::string stdin_data;
-  std::vector<std::string> grants;
-  // The worker's session watches its output; stdout is an event stream
-  // kept apart (events.jsonl) when structured_stdout.
-  executors::WorkerSession* session = nullptr;
-  bool structured_stdout = false;
-};
-
-sandbox::Plan plan_for(const git::Repository& repo, const config::Config& config, const JobPaths& paths,
-                       const PhaseSpec& phase, const std::string& proxy_socket) {
-  sandbox::PolicyInputs in;
-  in.phase = phase.name;
-  in.work_tree = paths.work_tree;
-  in.clone_git_dir = paths.git_dir;
-  in.objects_dir = util::real_path(repo.objects_dir());
-  in.borrowed_objects = git::borrowed_object_dirs(in.objects_dir);
-  for (const auto& dir : in.borrowed_objects) {
-    if (util::exists(dir + "/info/alternates")) in.dirs_with_alternates.push_back(dir);
-  }
-  if (util::exists(in.objects_dir + "/info/alternates")) in.dirs_with_alternates.push_back(in.objects_dir);
-  in.home_dir = paths.home;
-  in.helper_binary = util::self_executable();
-  in.empty_file = paths.root + "/empty";
-  in.tmp_name = "mullet-" + util::random_hex(4);
-  in.root_entries = sandbox::scan_host_root();
-  in.host_env = sandbox::current_environment();
-  in.extra_env_names = config.list("sandbox.env");
-  in.executor_env = phase.env;
-  in.executor_mounts = phase.mounts;
-  in.command = phase.command;
-  in.limits = {config.integer("limits.timeout"), config.integer("limits.inactivity"),
-               config.integer("limits.memory_mb"), config.integer("limits.processes"),
-               config.integer("limits.disk_mb")};
-  in.network = {phase.grants, proxy_socket};
-  in.feeds_stdin = !phase.stdin_data.empty();
-  if (::geteuid() == 0) {
-    in.host_uid = static_cast<uid_t>(config.integer("sandbox.uid"));
-    in.host_gid = static_cast<gid_t>(config.integer("sandbox.uid"));
-  }
-  return sandbox::build_plan(in);
-}
-
-PhaseSpec setup_phase(const config::Config& config) {
-  return {"setup", {"/bin/sh", "-c", config.string("run.setup")}, {}, {}, {}, config.list("network.setup")};
-}
-
-PhaseSpec worker_phase(const config::Config& config, const JobPaths& paths, const executors::WorkerSpec& spec) {
-  PhaseSpec phase{"worker", spec.command, spec.env, spec.mounts, spec.stdin_data, config.list("network.worker")};
-  for (const auto& grant : spec.grants) {
-    if (std::find(phase.grants.begin(), phase.grants.end(), grant) == phase.grants.end()) phase.grants.push_back(grant);
-  }
-  if (!spec.files.empty()) {
-    phase.mounts.push_back({sandbox::MountKind::read_only_bind, paths.executor_files, executors::files_inside});
-  }
-  phase.structured_stdout = spec.structured_stdout;
-  return phase;
-}
+constexpr std::size_t gate_feedback_bytes = 3000;
 
 void write_executor_files(const JobPaths& paths, const std::vector<executors::GeneratedFile>& files) {
   if (files.empty()) return;
   util::make_dirs(paths.executor_files, 0755);
-  for (const auto& file : files) util::write_file(paths.executor_files + "/" + file.name, file.content, 0444);
+  for (const auto& file : files) {
+    const std::string path = paths.executor_files + "/" + file.name;
+    if (util::exists(path)) ::unlink(path.c_str());
+    util::write_file(path, file.content, 0444);
+  }
 }
 
 // Dependency directories setup created: read-only for every later phase.
@@ -124,106 +60,320 @@ std::vector<std::string> existing_top_level_dirs(const JobPaths& paths, const st
   return found;
 }
 
-std::string snapshot_message(const JobRecord& record) {
-  return (record.title.empty() ? "git-mullet job " + record.id : record.title) + "\n\nMade by git-mullet job " +
-         record.id + " (executor: " + record.executor.name + ").\n\nMullet-Job: " + record.id + "\n";
+std::string snapshot_message(const JobRecord& record, int attempt) {
+  return (record.title.empty() ? "git-mullet job " + record.id : record.title) +
+         (attempt > 1 ? " (attempt " + std::to_string(attempt) + ")" : "") + "\n\nMade by git-mullet job " + record.id +
+         " (executor: " + record.executor.name + ").\n\nMullet-Job: " + record.id +
+         "\nMullet-Attempt: " + std::to_string(attempt) + "\n";
 }
 
-// Runs phases of one job: their output goes to the job's log (and our
-// stderr), each gets its own egress proxy when it has grants.
-class PhaseRunner {
+std::string gate_feedback(const std::string& task, const GateRecord& gate) {
+  return task + "\n\n---\nYour previous attempt is in the work tree, but the check \"" + gate.name + "\" (`" +
+         gate.command + "`) failed on it (" + (gate.ended_by == "exit" ? "exit code " + std::to_string(gate.exit_code)
+                                                                      : describe_stop(gate.ended_by)) +
+         "). The end of its output:\n\n" + util::tail(gate.output_tail, gate_feedback_bytes) +
+         "\n\nFix the work so that this check passes.\n";
+}
+
+bool ended_normally(const sandbox::RunResult& run) {
+  return run.ended_by == "exit" || run.ended_by == "signal";
+}
+
+// One job's run: setup, then attempts of worker, snapshot and gates, until
+// the gates pass, the attempts run out or a limit ends it.
+class JobRun {
  public:
-  PhaseRunner(const git::Repository& repo, const config::Config& config, const JobPaths& paths, bool echo)
-      : m_repo(repo), m_config(config), m_paths(paths), m_echo(echo) {
-    m_log_fd = open_log(paths.worker_log);
+  JobRun(const git::Repository& repo, const config::Config& config, JobStore& store, JobRecord& record,
+         const RunRequest& request, const executors::Executor& executor)
+      : m_repo(repo),
+        m_config(config),
+        m_store(store),
+        m_record(record),
+        m_request(request),
+        m_executor(executor),
+        m_paths(job_paths(repo, record.id)),
+        m_started(util::monotonic_ms()) {}
+
+  // Sets up the clone at `start` (the base, or the last snapshot when
+  // resuming) and runs the job to its end state.
+  void run(const git_oid& start, const std::string& first_prompt) {
+    const bool root = ::geteuid() == 0;
+    const auto uid = static_cast<uid_t>(m_config.integer("sandbox.uid"));
+    util::make_dirs(m_paths.root, 0711);
+    git::create_private_clone(m_repo, start, {m_paths.git_dir, m_paths.work_tree}, sandbox::inside::git_dir);
+    util::make_dirs(m_paths.home, 0700);
+    if (!util::exists(m_paths.root + "/empty")) util::write_file(m_paths.root + "/empty", "", 0444);
+    if (root) {
+      util::chown_tree(m_paths.work_tree, uid, uid);
+      util::chown_tree(m_paths.home, uid, uid);
+      git::refresh_index_after_chown({m_paths.git_dir, m_paths.work_tree});
+    }
+    PhaseRunner phases(m_repo, m_config, m_paths, m_request.show_worker_output);
+    m_phases = &phases;
+
+    if (!m_config.string("run.setup").empty() && !run_setup()) return;
+
+    git_oid parent = start;
+    std::string prompt = first_prompt;
+    const auto attempts = m_config.integer("run.attempts");
+    const int first_number = static_cast<int>(m_record.attempts.size()) + 1;
+    for (int number = first_number; number < first_number + attempts; ++number) {
+      AttemptRecord attempt;
+      attempt.number = number;
+      const bool last = number == first_number + attempts - 1;
+      const auto verdict = run_attempt(attempt, prompt, parent);
+      m_record.attempts.push_back(attempt);
+      if (verdict != Verdict::gate_failed || last) return;
+      prompt = gate_feedback(first_prompt, attempt.gates.back());
+      if (!attempt.result.empty()) parent = git::oid_from_string(attempt.result);
+    }
   }
 
-  std::pair<sandbox::RunResult, PhaseRecord> run(const PhaseSpec& phase) {
-    std::unique_ptr<sandbox::EgressProxy> proxy;
-    std::string proxy_dir;
-    std::string socket;
-    if (!phase.grants.empty()) {
-      // A short path of our own: unix socket paths are limited to 107 bytes.
-      proxy_dir = util::make_temp_dir("/tmp", "mullet-proxy-");
-      socket = proxy_dir + "/proxy.sock";
-      proxy = std::make_unique<sandbox::EgressProxy>(phase.grants, socket);
-      proxy->start();
-    }
-    const sandbox::Plan plan = plan_for(m_repo, m_config, m_paths, phase, socket);
-    std::string output;
-    sandbox::RunIo io;
-    io.stdin_data = phase.stdin_data;
-    const auto to_log = [&](std::string_view chunk) {
-      [[maybe_unused]] auto ignored = ::write(m_log_fd.get(), chunk.data(), chunk.size());
-      output.append(chunk);
-      if (output.size() > 2 * log_kept_bytes) output = util::tail(output, log_kept_bytes);
-    };
-    UniqueFd events_fd;
-    if (phase.session == nullptr) {
-      io.on_output = [&](std::string_view chunk) {
-        to_log(chunk);
-        if (m_echo) std::cerr.write(chunk.data(), static_cast<std::streamsize>(chunk.size())).flush();
-      };
-    } else if (!phase.structured_stdout) {
-      io.on_output = [&](std::string_view chunk) {
-        to_log(chunk);
-        phase.session->on_stdout(chunk);
-      };
-    } else {
-      events_fd = open_log(m_paths.events_log);
-      io.on_output = [&](std::string_view chunk) {
-        [[maybe_unused]] auto ignored = ::write(events_fd.get(), chunk.data(), chunk.size());
-        phase.session->on_stdout(chunk);
-      };
-      io.on_error_output = [&](std::string_view chunk) {
-        to_log(chunk);
-        phase.session->on_stderr(chunk);
-      };
-    }
-    if (phase.session != nullptr) io.poll = [&] { return phase.session->poll(); };
-    auto cleanup = [&] {
-      if (proxy) proxy->stop();
-      if (!proxy_dir.empty()) util::remove_tree(proxy_dir);
-    };
-    sandbox::RunResult result;
-    try {
-      result = sandbox::run_sandboxed(plan, io);
-    } catch (...) {
-      cleanup();
-      throw;
-    }
-    PhaseRecord record{phase.name,      plan.command,           result.status.code,
-                       result.ended_by, result.duration_ms,     util::tail(output, phase_tail_bytes),
-                       phase.grants,    nlohmann::json::array()};
-    if (proxy) {
-      proxy->stop();
-      record.network = proxy->decisions_json();
-    }
-    cleanup();
-    m_log += output;
-    if (m_log.size() > 2 * log_kept_bytes) m_log = util::tail(m_log, log_kept_bytes);
-    return {result, record};
-  }
-
-  const std::string& log() const { return m_log; }
+  const std::string& hint() const { return m_hint; }
 
  private:
-  static UniqueFd open_log(const std::string& path) {
-    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!fd) throw failure("cannot write " + path + ": " + util::errno_text(errno));
-    return fd;
+  enum class Verdict { done, stop, gate_failed };
+
+  std::int64_t remaining_seconds() const {
+    return m_config.integer("limits.job_timeout") - (util::monotonic_ms() - m_started) / 1000;
+  }
+
+  // The phase's limit, clipped to what remains of the job's.
+  void clip_to_job(PhaseSpec& phase) const {
+    const std::int64_t remaining = std::max<std::int64_t>(remaining_seconds(), 1);
+    if (phase.wall_seconds <= 0 || remaining < phase.wall_seconds) {
+      phase.wall_seconds = remaining;
+      phase.wall_is_job_limit = true;
+    }
+  }
+
+  bool out_of_time() {
+    if (util::cancel_requested()) {
+      finish(JobState::cancelled, "cancelled by signal");
+      return true;
+    }
+    if (remaining_seconds() <= 0) {
+      finish(JobState::failed, "stopped: " + describe_stop("job_timeout"));
+      return true;
+    }
+    return false;
+  }
+
+  void finish(JobState state, std::string error, std::string hint = {}) {
+    m_record.state = state;
+    m_record.error = std::move(error);
+    m_hint = std::move(hint);
+  }
+
+  bool run_setup() {
+    const auto before = existing_top_level_dirs(m_paths, m_config.list("run.dependency_dirs"));
+    PhaseSpec setup = setup_phase(m_config);
+    clip_to_job(setup);
+    const auto [run, phase] = m_phases->run(setup, worker_dirs());
+    m_record.phases.push_back(phase);
+    for (const auto& dir : existing_top_level_dirs(m_paths, m_config.list("run.dependency_dirs"))) {
+      if (std::find(before.begin(), before.end(), dir) == before.end()) m_dependency_dirs.push_back(dir);
+    }
+    if (ended_normally(run) && run.status.success()) return true;
+    if (run.ended_by == "cancelled") {
+      finish(JobState::cancelled, "cancelled by signal");
+    } else if (run.ended_by == "refused") {
+      finish(JobState::refused, "the wall check inside the sandbox failed");
+    } else {
+      finish(JobState::failed, "the setup phase failed (" +
+                                   (ended_normally(run) ? run.status.describe() : describe_stop(run.ended_by)) + ")");
+    }
+    return false;
+  }
+
+  SandboxDirs worker_dirs() const { return {m_paths.work_tree, m_paths.git_dir, m_paths.home}; }
+
+  Verdict run_attempt(AttemptRecord& attempt, const std::string& prompt, const git_oid& parent) {
+    if (out_of_time()) return Verdict::stop;
+    const auto spec = m_executor.prepare({prompt, m_config, jobs_directory(m_repo)});
+    write_executor_files(m_paths, spec.files);
+    PhaseSpec worker = worker_phase(m_config, m_paths, spec);
+    clip_to_job(worker);
+    for (auto& mount : read_only_mounts(m_paths, m_dependency_dirs)) worker.mounts.push_back(mount);
+    const auto session = m_executor.start_session(
+        m_request.show_worker_output, {m_config.integer("limits.turns"), m_config.number("limits.cost_usd")});
+    worker.session = session.get();
+    auto [run, phase] = m_phases->run(worker, worker_dirs());
+    if (attempt.number > 1) phase.name += " (attempt " + std::to_string(attempt.number) + ")";
+    m_record.phases.push_back(phase);
+    const auto outcome = session->finish(run);
+    m_record.report = outcome.report;
+
+    // What the worker did so far is kept whatever ended it.
+    const git_oid commit = take_snapshot(attempt, parent);
+    if (run.ended_by == "cancelled") {
+      attempt.error = "cancelled by signal";
+      finish(JobState::cancelled, attempt.error);
+      return Verdict::stop;
+    }
+    if (run.ended_by == "refused") {
+      attempt.error = "the wall check inside the sandbox failed";
+      finish(JobState::refused, attempt.error);
+      return Verdict::stop;
+    }
+    if (outcome.kind != executors::WorkerOutcome::Kind::success) {
+      attempt.error = outcome.error;
+      finish(outcome.kind == executors::WorkerOutcome::Kind::refused ? JobState::refused : JobState::failed,
+             outcome.error, outcome.hint);
+      return Verdict::stop;
+    }
+    for (const auto& gate : gates()) {
+      if (out_of_time()) return Verdict::stop;
+      GateRecord result = run_gate(gate, commit);
+      attempt.gates.push_back(result);
+      if (result.ended_by == "cancelled") {
+        finish(JobState::cancelled, "cancelled by signal");
+        return Verdict::stop;
+      }
+      if (result.ended_by == "refused") {
+        finish(JobState::refused, "the wall check inside the sandbox of gate " + gate.name + " failed");
+        return Verdict::stop;
+      }
+      if (!result.passed) {
+        finish(JobState::failed,
+               "gate " + gate.name + " failed (" +
+                   (result.ended_by == "exit" ? "exit code " + std::to_string(result.exit_code)
+                                              : describe_stop(result.ended_by)) +
+                   ")" + (attempt.number > 1 ? " after " + std::to_string(attempt.number) + " attempts" : ""),
+               "see its output with: git mullet show " + m_record.id);
+        return Verdict::gate_failed;
+      }
+    }
+    finish(m_record.result.empty() ? JobState::no_changes : JobState::succeeded, "");
+    return Verdict::done;
+  }
+
+  // Snapshots the work tree as a commit on top of the previous attempt's (or
+  // the base); none when the tree is still the base's.
+  git_oid take_snapshot(AttemptRecord& attempt, const git_oid& parent) {
+    const git_oid base = git::oid_from_string(m_record.base);
+    const git_oid base_tree = m_repo.tree_of(base);
+    const git::Snapshot snapshot = git::take_snapshot(
+        m_repo, {m_paths.git_dir, m_paths.work_tree},
+        {m_dependency_dirs, base_tree, static_cast<std::uint64_t>(m_config.integer("limits.file_mb")) << 20U});
+    for (const auto& warning : snapshot.warnings) {
+      if (std::find(m_record.snapshot_warnings.begin(), m_record.snapshot_warnings.end(), warning) ==
+          m_record.snapshot_warnings.end()) {
+        m_record.snapshot_warnings.push_back(warning);
+      }
+    }
+    git::reset_git_file(m_paths.work_tree, m_paths.git_dir);
+    spdlog::debug("snapshot of job {}: {} files unchanged since checkout, {} read", m_record.id,
+                  snapshot.files_reused, snapshot.files_hashed);
+    if (git_oid_cmp(&snapshot.tree, &base_tree) == 0) {
+      m_record.result.clear();
+      return base;
+    }
+    const git_oid commit =
+        git::commit_snapshot(m_repo, snapshot.tree, parent, snapshot_message(m_record, attempt.number));
+    attempt.result = git::oid_to_string(commit);
+    m_record.result = attempt.result;
+    // The record follows each attempt, so a crash later loses nothing.
+    m_store.update(m_record.id, [&](JobRecord& stored) { stored = m_record; });
+    return commit;
+  }
+
+  std::vector<config::Gate> gates() const {
+    std::vector<config::Gate> all = m_config.gates();
+    for (const auto& gate : m_request.gates) all.push_back(gate);
+    return all;
+  }
+
+  // Runs one gate in a fresh checkout of exactly `commit`: nothing it writes
+  // can reach the result, and no gate sees what another wrote.
+  GateRecord run_gate(const config::Gate& gate, const git_oid& commit) {
+    const std::string root = m_paths.root + "/gate";
+    util::remove_tree(root);
+    const SandboxDirs dirs{root + "/work", root + "/git", root + "/home"};
+    util::make_dirs(root, 0711);
+    git::create_private_clone(m_repo, commit, {dirs.git_dir, dirs.work_tree}, sandbox::inside::git_dir);
+    util::make_dirs(dirs.home, 0700);
+    if (::geteuid() == 0) {
+      const auto uid = static_cast<uid_t>(m_config.integer("sandbox.uid"));
+      util::chown_tree(dirs.work_tree, uid, uid);
+      util::chown_tree(dirs.home, uid, uid);
+      git::refresh_index_after_chown({dirs.git_dir, dirs.work_tree});
+    }
+    std::int64_t limit = m_config.integer("limits.gate_timeout");
+    if (gate.timeout_seconds > 0) limit = std::min(limit, gate.timeout_seconds);
+    PhaseSpec phase = gate_phase(gate, limit);
+    clip_to_job(phase);
+    // The dependencies setup installed, read-only, as the worker saw them.
+    for (auto& mount : read_only_mounts(m_paths, m_dependency_dirs)) phase.mounts.push_back(mount);
+    const auto [run, record] = m_phases->run(phase, dirs);
+    m_record.phases.push_back(record);
+    util::remove_tree(root);
+    GateRecord result;
+    result.name = gate.name;
+    result.command = gate.command;
+    result.commit = git::oid_to_string(commit);
+    result.exit_code = run.status.code;
+    result.ended_by = run.ended_by;
+    result.duration_ms = run.duration_ms;
+    result.passed = run.ended_by == "exit" && run.status.code == 0;
+    result.output_tail = record.output_tail;
+    return result;
   }
 
   const git::Repository& m_repo;
   const config::Config& m_config;
-  const JobPaths& m_paths;
-  bool m_echo;
-  UniqueFd m_log_fd;
-  std::string m_log;
+  JobStore& m_store;
+  JobRecord& m_record;
+  const RunRequest& m_request;
+  const executors::Executor& m_executor;
+  JobPaths m_paths;
+  std::int64_t m_started;
+  PhaseRunner* m_phases = nullptr;
+  std::vector<std::string> m_dependency_dirs;
+  std::string m_hint;
 };
 
-bool ended_normally(const sandbox::RunResult& run) {
-  return run.ended_by == "exit" || run.ended_by == "signal";
+// Runs the job and stores its final record, whatever happens.
+RunOutcome run_and_record(const git::Repository& repo, const config::Config& config, JobStore& store,
+                          JobRecord& record, const RunRequest& request, const executors::Executor& executor,
+                          const git_oid& start, const std::string& prompt) {
+  const JobPaths paths = job_paths(repo, record.id);
+  const Slot slot = acquire_slot(
+      util::real_path(repo.common_dir()) + "/mullet/slots", config.integer("run.max_parallel"),
+      [] { return util::cancel_requested(); },
+      [&] {
+        if (request.show_worker_output) {
+          std::cerr << "git mullet: job " << record.id << " waits for a free slot ([run] max_parallel = "
+                    << config.integer("run.max_parallel") << ")\n";
+        }
+      });
+  std::string hint;
+  JobRun job(repo, config, store, record, request, executor);
+  try {
+    job.run(start, prompt);
+    hint = job.hint();
+  } catch (const Error& error) {
+    record.state = error.code() == ExitCode::refused ? JobState::refused : JobState::failed;
+    record.error = error.what();
+    hint = error.hint();
+  } catch (const std::exception& error) {
+    record.state = JobState::failed;
+    record.error = std::string("internal error: ") + error.what();
+  }
+  if (record.state == JobState::running) {
+    record.state = JobState::failed;
+    record.error = "internal error: the job ended without a verdict";
+  }
+  const std::string log = util::read_file_if_exists(paths.worker_log).value_or("");
+  record.finished_at = util::now_utc();
+  std::map<std::string, std::string> files;
+  files["worker.log"] = util::tail(log, log_kept_bytes);
+  if (auto events = util::read_file_if_exists(paths.events_log)) {
+    files["events.jsonl"] = events->size() > events_kept_bytes ? util::tail(*events, events_kept_bytes) : *events;
+  }
+  const auto finished = store.update(
+      record.id, [&](JobRecord& stored) { stored = record; }, files);
+  return RunOutcome{finished.record, static_cast<ExitCode>(exit_code_for(finished.record.state)), hint};
 }
 
 }  // namespace
@@ -242,29 +392,38 @@ int exit_code_for(JobState state) {
 }
 
 std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::Config& config,
-                                     const std::string& job_id, const std::string& prompt) {
+                                     const std::string& job_id, const std::string& prompt,
+                                     const std::vector<config::Gate>& extra_gates) {
   const auto executor = executors::make_executor(config.string("run.executor"));
-  util::make_dirs(jobs_directory(repo), 0711);
   const auto spec = executor->prepare({prompt, config, jobs_directory(repo)});
   const JobPaths paths = job_paths(repo, job_id);
+  const SandboxDirs dirs{paths.work_tree, paths.git_dir, paths.home};
   const std::string socket_placeholder = "/tmp/mullet-proxy-XXXXXX/proxy.sock";
   std::vector<sandbox::Plan> plans;
   if (!config.string("run.setup").empty()) {
     const auto setup = setup_phase(config);
-    plans.push_back(plan_for(repo, config, paths, setup, setup.grants.empty() ? "" : socket_placeholder));
+    plans.push_back(plan_for(repo, config, paths, dirs, setup, setup.grants.empty() ? "" : socket_placeholder));
   }
   const auto worker = worker_phase(config, paths, spec);
-  plans.push_back(plan_for(repo, config, paths, worker, worker.grants.empty() ? "" : socket_placeholder));
+  plans.push_back(plan_for(repo, config, paths, dirs, worker, worker.grants.empty() ? "" : socket_placeholder));
+  std::vector<config::Gate> gates = config.gates();
+  gates.insert(gates.end(), extra_gates.begin(), extra_gates.end());
+  const SandboxDirs gate_dirs{paths.root + "/gate/work", paths.root + "/gate/git", paths.root + "/gate/home"};
+  for (const auto& gate : gates) {
+    std::int64_t limit = config.integer("limits.gate_timeout");
+    if (gate.timeout_seconds > 0) limit = std::min(limit, gate.timeout_seconds);
+    plans.push_back(plan_for(repo, config, paths, gate_dirs, gate_phase(gate, limit), ""));
+  }
   return plans;
 }
 
 RunOutcome run_job(const git::Repository& repo, const config::Config& config, const RunRequest& request) {
   // Everything that can be refused is refused before a job exists.
   const auto executor = executors::make_executor(config.string("run.executor"));
-  util::make_dirs(jobs_directory(repo), 0711);
   const auto spec = executor->prepare({request.prompt, config, jobs_directory(repo)});
   sandbox::find_bwrap();
   ::umask(022);
+  util::make_dirs(jobs_directory(repo), 0711);
 
   JobStore store(repo);
   JobRecord record;
@@ -277,107 +436,54 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
   record.runner = current_runner();
   store.create(record);
   if (request.on_created) request.on_created(record.id);
+  return run_and_record(repo, config, store, record, request, *executor, request.base, request.prompt);
+}
 
+RunOutcome resume_job(const git::Repository& repo, const config::Config& config, const std::string& job_name,
+                      const RunRequest& request) {
+  const auto executor = executors::make_executor(config.string("run.executor"));
+  JobStore store(repo);
+  const auto found = store.find(job_name);
+  const JobState state = effective_state(found.record);
+  if (state != JobState::interrupted && state != JobState::failed && state != JobState::cancelled) {
+    throw usage_error("job " + found.record.id + " is " + state_name(state) + "; only an interrupted, failed or " +
+                          "cancelled job can be resumed",
+                      state == JobState::running ? "wait for it: git mullet wait " + found.record.id : "");
+  }
+  const std::string prompt = found.record.prompt;
+  const auto spec = executor->prepare({prompt, config, jobs_directory(repo)});
+  sandbox::find_bwrap();
+  ::umask(022);
+
+  // Claim the job: the compare-and-swap on its ref lets one resume win.
+  JobRecord record;
+  const auto claimed = store.update(found.record.id, [&](JobRecord& stored) {
+    const JobState now = effective_state(stored);
+    if (now != JobState::interrupted && now != JobState::failed && now != JobState::cancelled) {
+      throw usage_error("job " + stored.id + " is " + state_name(now) + " now; it cannot be resumed");
+    }
+    stored.state = JobState::running;
+    stored.error.clear();
+    stored.finished_at.clear();
+    stored.runner = current_runner();
+    stored.executor = spec.record;
+  });
+  record = claimed.record;
+  if (request.on_created) request.on_created(record.id);
+
+  // Continue from the last snapshot in a fresh clone of it: whatever the
+  // interrupted worker left unsnapshotted is not trusted.
   const JobPaths paths = job_paths(repo, record.id);
-  const Slot slot = acquire_slot(
-      util::real_path(repo.common_dir()) + "/mullet/slots", config.integer("run.max_parallel"),
-      [] { return util::cancel_requested(); },
-      [&] {
-        if (request.show_worker_output) {
-          std::cerr << "git mullet: job " << record.id << " waits for a free slot ([run] max_parallel = "
-                    << config.integer("run.max_parallel") << ")\n";
-        }
-      });
-  std::string log;
-  std::string hint;
-  try {
-    util::make_dirs(paths.root, 0711);
-    git::create_private_clone(repo, request.base, {paths.git_dir, paths.work_tree}, sandbox::inside::git_dir);
-    util::make_dirs(paths.home, 0700);
-    util::write_file(paths.root + "/empty", "", 0444);
-    write_executor_files(paths, spec.files);
-    if (::geteuid() == 0) {
-      const auto uid = static_cast<uid_t>(config.integer("sandbox.uid"));
-      util::chown_tree(paths.work_tree, uid, uid);
-      util::chown_tree(paths.home, uid, uid);
-      git::refresh_index_after_chown({paths.git_dir, paths.work_tree});
-    }
-    PhaseRunner phases(repo, config, paths, request.show_worker_output);
-
-    std::vector<std::string> dependency_dirs;
-    bool setup_ok = true;
-    if (!config.string("run.setup").empty()) {
-      const auto before = existing_top_level_dirs(paths, config.list("run.dependency_dirs"));
-      const auto [run, phase] = phases.run(setup_phase(config));
-      record.phases.push_back(phase);
-      for (const auto& dir : existing_top_level_dirs(paths, config.list("run.dependency_dirs"))) {
-        if (std::find(before.begin(), before.end(), dir) == before.end()) dependency_dirs.push_back(dir);
-      }
-      setup_ok = ended_normally(run) && run.status.success();
-      if (!setup_ok) {
-        record.state = run.ended_by == "cancelled" ? JobState::cancelled : JobState::failed;
-        record.error = "the setup phase failed (" + (ended_normally(run) ? run.status.describe() : run.ended_by) + ")";
-      }
-    }
-
-    if (setup_ok) {
-      PhaseSpec worker = worker_phase(config, paths, spec);
-      for (auto& mount : read_only_mounts(paths, dependency_dirs)) worker.mounts.push_back(mount);
-      const auto session = executor->start_session(request.show_worker_output);
-      worker.session = session.get();
-      const auto [run, phase] = phases.run(worker);
-      record.phases.push_back(phase);
-      const auto outcome = session->finish(run);
-      record.report = outcome.report;
-
-      const git::Snapshot snapshot =
-          git::take_snapshot(repo, {paths.git_dir, paths.work_tree},
-                             {dependency_dirs, repo.tree_of(request.base),
-                              static_cast<std::uint64_t>(config.integer("limits.file_mb")) << 20U});
-      record.snapshot_warnings = snapshot.warnings;
-      git::reset_git_file(paths.work_tree, paths.git_dir);
-      spdlog::debug("snapshot of job {}: {} files unchanged since checkout, {} read", record.id, snapshot.files_reused,
-                    snapshot.files_hashed);
-      const git_oid base_tree = repo.tree_of(request.base);
-      const bool changed = git_oid_cmp(&snapshot.tree, &base_tree) != 0;
-      if (changed) {
-        record.result =
-            git::oid_to_string(git::commit_snapshot(repo, snapshot.tree, request.base, snapshot_message(record)));
-      }
-      if (run.ended_by == "cancelled") {
-        record.state = JobState::cancelled;
-        record.error = "cancelled by signal";
-      } else if (run.ended_by == "refused") {
-        record.state = JobState::refused;
-        record.error = "the wall check inside the sandbox failed";
-      } else if (outcome.kind != executors::WorkerOutcome::Kind::success) {
-        record.state =
-            outcome.kind == executors::WorkerOutcome::Kind::refused ? JobState::refused : JobState::failed;
-        record.error = outcome.error;
-        hint = outcome.hint;
-      } else {
-        record.state = changed ? JobState::succeeded : JobState::no_changes;
-      }
-    }
-    log = phases.log();
-  } catch (const Error& error) {
-    record.state = error.code() == ExitCode::refused ? JobState::refused : JobState::failed;
-    record.error = error.what();
-    hint = error.hint();
-  } catch (const std::exception& error) {
-    record.state = JobState::failed;
-    record.error = std::string("internal error: ") + error.what();
-  }
-  if (log.empty()) log = util::read_file_if_exists(paths.worker_log).value_or("");
-  record.finished_at = util::now_utc();
-  std::map<std::string, std::string> files;
-  files["worker.log"] = util::tail(log, log_kept_bytes);
-  if (auto events = util::read_file_if_exists(paths.events_log)) {
-    files["events.jsonl"] = events->size() > events_kept_bytes ? util::tail(*events, events_kept_bytes) : *events;
-  }
-  const auto finished = store.update(
-      record.id, [&](JobRecord& stored) { stored = record; }, files);
-  return RunOutcome{finished.record, static_cast<ExitCode>(exit_code_for(finished.record.state)), hint};
+  util::remove_tree(paths.git_dir);
+  util::remove_tree(paths.work_tree);
+  util::remove_tree(paths.root + "/gate");
+  const git_oid start = git::oid_from_string(record.result.empty() ? record.base : record.result);
+  const std::string resumed_prompt =
+      prompt + (record.result.empty()
+                    ? std::string()
+                    : "\n\n---\nThis task was started before and interrupted; the work tree holds the work done so "
+                      "far. Continue from there.\n");
+  return run_and_record(repo, config, store, record, request, *executor, start, resumed_prompt);
 }
 
 }  // namespace mullet::jobs

@@ -22,6 +22,7 @@ struct RunRequest {
   // Called once the job's record exists (its id is known), before it waits
   // for a slot or runs anything.
   std::function<void(const std::string& id)> on_created;
+  std::vector<config::Gate> gates;  // --gate, besides the config's [[gate]]s
 };
 
 struct RunOutcome {
@@ -32,11 +33,17 @@ struct RunOutcome {
 
 // Each phase's sandbox plan for a job, as `run` would build it (for --dry-run).
 std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::Config& config,
-                                     const std::string& job_id, const std::string& prompt);
+                                     const std::string& job_id, const std::string& prompt,
+                                     const std::vector<config::Gate>& extra_gates = {});
 
 // Runs the job. Bad input and an unavailable sandbox are thrown before any
 // job exists; anything after that is recorded in the job and returned.
 RunOutcome run_job(const git::Repository& repo, const config::Config& config, const RunRequest& request);
+
+// Continues an interrupted, failed or cancelled job from its last snapshot,
+// in a fresh clone of it, as more attempts of the same job.
+RunOutcome resume_job(const git::Repository& repo, const config::Config& config, const std::string& job_name,
+                      const RunRequest& request);
 
 int exit_code_for(JobState state);
 

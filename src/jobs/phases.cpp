@@ -1,0 +1,173 @@
+#include "jobs/phases.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "git/cli.hpp"
+#include "sandbox/host.hpp"
+#include "sandbox/policy.hpp"
+#include "sandbox/proxy.hpp"
+#include "util/clock.hpp"
+#include "util/fs.hpp"
+#include "util/strings.hpp"
+
+namespace mullet::jobs {
+namespace {
+
+constexpr std::size_t log_kept_bytes = 8U << 20U;
+constexpr std::size_t phase_tail_bytes = 4096;
+
+UniqueFd open_log(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) throw failure("cannot write " + path + ": " + util::errno_text(errno));
+  return fd;
+}
+
+}  // namespace
+
+PhaseSpec setup_phase(const config::Config& config) {
+  PhaseSpec phase;
+  phase.name = "setup";
+  phase.command = {"/bin/sh", "-c", config.string("run.setup")};
+  phase.grants = config.list("network.setup");
+  phase.wall_seconds = config.integer("limits.timeout");
+  return phase;
+}
+
+PhaseSpec worker_phase(const config::Config& config, const JobPaths& paths, const executors::WorkerSpec& spec) {
+  PhaseSpec phase;
+  phase.name = "worker";
+  phase.command = spec.command;
+  phase.env = spec.env;
+  phase.mounts = spec.mounts;
+  phase.stdin_data = spec.stdin_data;
+  phase.grants = config.list("network.worker");
+  for (const auto& grant : spec.grants) {
+    if (std::find(phase.grants.begin(), phase.grants.end(), grant) == phase.grants.end()) phase.grants.push_back(grant);
+  }
+  if (!spec.files.empty()) {
+    phase.mounts.push_back({sandbox::MountKind::read_only_bind, paths.executor_files, executors::files_inside});
+  }
+  phase.structured_stdout = spec.structured_stdout;
+  phase.wall_seconds = config.integer("limits.timeout");
+  return phase;
+}
+
+PhaseSpec gate_phase(const config::Gate& gate, std::int64_t wall_seconds) {
+  PhaseSpec phase;
+  phase.name = "gate:" + gate.name;
+  phase.command = {"/bin/sh", "-c", gate.command};
+  // A gate runs code the worker wrote: never any network.
+  phase.wall_seconds = wall_seconds;
+  return phase;
+}
+
+sandbox::Plan plan_for(const git::Repository& repo, const config::Config& config, const JobPaths& paths,
+                       const SandboxDirs& dirs, const PhaseSpec& phase, const std::string& proxy_socket) {
+  sandbox::PolicyInputs in;
+  in.phase = phase.name;
+  in.work_tree = dirs.work_tree;
+  in.clone_git_dir = dirs.git_dir;
+  in.objects_dir = util::real_path(repo.objects_dir());
+  in.borrowed_objects = git::borrowed_object_dirs(in.objects_dir);
+  for (const auto& dir : in.borrowed_objects) {
+    if (util::exists(dir + "/info/alternates")) in.dirs_with_alternates.push_back(dir);
+  }
+  if (util::exists(in.objects_dir + "/info/alternates")) in.dirs_with_alternates.push_back(in.objects_dir);
+  in.home_dir = dirs.home;
+  in.helper_binary = util::self_executable();
+  in.empty_file = paths.root + "/empty";
+  in.tmp_name = "mullet-" + util::random_hex(4);
+  in.root_entries = sandbox::scan_host_root();
+  in.host_env = sandbox::current_environment();
+  in.extra_env_names = config.list("sandbox.env");
+  in.executor_env = phase.env;
+  in.executor_mounts = phase.mounts;
+  in.command = phase.command;
+  in.limits = {phase.wall_seconds, config.integer("limits.inactivity"), config.integer("limits.memory_mb"),
+               config.integer("limits.processes"), config.integer("limits.disk_mb")};
+  in.network = {phase.grants, proxy_socket};
+  in.feeds_stdin = !phase.stdin_data.empty();
+  if (::geteuid() == 0) {
+    in.host_uid = static_cast<uid_t>(config.integer("sandbox.uid"));
+    in.host_gid = static_cast<gid_t>(config.integer("sandbox.uid"));
+  }
+  return sandbox::build_plan(in);
+}
+
+PhaseRunner::PhaseRunner(const git::Repository& repo, const config::Config& config, const JobPaths& paths, bool echo)
+    : m_repo(repo), m_config(config), m_paths(paths), m_echo(echo), m_log_fd(open_log(paths.worker_log)) {}
+
+std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& phase, const SandboxDirs& dirs) {
+  std::unique_ptr<sandbox::EgressProxy> proxy;
+  std::string proxy_dir;
+  std::string socket;
+  if (!phase.grants.empty()) {
+    // A short path of our own: unix socket paths are limited to 107 bytes.
+    proxy_dir = util::make_temp_dir("/tmp", "mullet-proxy-");
+    socket = proxy_dir + "/proxy.sock";
+    proxy = std::make_unique<sandbox::EgressProxy>(phase.grants, socket);
+    proxy->start();
+  }
+  const sandbox::Plan plan = plan_for(m_repo, m_config, m_paths, dirs, phase, socket);
+  std::string output;
+  sandbox::RunIo io;
+  io.stdin_data = phase.stdin_data;
+  const auto to_log = [&](std::string_view chunk) {
+    [[maybe_unused]] auto ignored = ::write(m_log_fd.get(), chunk.data(), chunk.size());
+    output.append(chunk);
+    if (output.size() > 2 * log_kept_bytes) output = util::tail(output, log_kept_bytes);
+  };
+  UniqueFd events_fd;
+  if (phase.session == nullptr) {
+    io.on_output = [&](std::string_view chunk) {
+      to_log(chunk);
+      if (m_echo) std::cerr.write(chunk.data(), static_cast<std::streamsize>(chunk.size())).flush();
+    };
+  } else if (!phase.structured_stdout) {
+    io.on_output = [&](std::string_view chunk) {
+      to_log(chunk);
+      phase.session->on_stdout(chunk);
+    };
+  } else {
+    events_fd = open_log(m_paths.events_log);
+    io.on_output = [&](std::string_view chunk) {
+      [[maybe_unused]] auto ignored = ::write(events_fd.get(), chunk.data(), chunk.size());
+      phase.session->on_stdout(chunk);
+    };
+    io.on_error_output = [&](std::string_view chunk) {
+      to_log(chunk);
+      phase.session->on_stderr(chunk);
+    };
+  }
+  if (phase.session != nullptr) io.poll = [&] { return phase.session->poll(); };
+  auto cleanup = [&] {
+    if (proxy) proxy->stop();
+    if (!proxy_dir.empty()) util::remove_tree(proxy_dir);
+  };
+  sandbox::RunResult result;
+  try {
+    result = sandbox::run_sandboxed(plan, io);
+  } catch (...) {
+    cleanup();
+    throw;
+  }
+  if (result.ended_by == "timeout" && phase.wall_is_job_limit) result.ended_by = "job_timeout";
+  PhaseRecord record{phase.name,      plan.command,           result.status.code,
+                     result.ended_by, result.duration_ms,     util::tail(output, phase_tail_bytes),
+                     phase.grants,    nlohmann::json::array()};
+  if (proxy) {
+    proxy->stop();
+    record.network = proxy->decisions_json();
+  }
+  cleanup();
+  m_log += output;
+  if (m_log.size() > 2 * log_kept_bytes) m_log = util::tail(m_log, log_kept_bytes);
+  m_last_output = std::move(output);
+  return {result, record};
+}
+
+}  // namespace mullet::jobs
