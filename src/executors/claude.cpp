@@ -114,8 +114,7 @@ WorkerSpec ClaudeExecutor::prepare(const TaskContext& task) const {
       // endpoint; two retries still ride out a brief overload.
       {"CLAUDE_CODE_MAX_RETRIES", "2"},
   };
-  spec.stdin_data =
-      claude::build_prompt({task.prompt, config.list("claude.allow_bash"), sandbox::inside::work_tree});
+  spec.stdin_data = claude::build_prompt({task.prompt, config.list("claude.allow_bash"), sandbox::inside::work_tree});
   spec.structured_stdout = true;
   spec.record = {"claude", binary.path, binary.version};
   return spec;

@@ -93,9 +93,7 @@ nlohmann::json build_settings(const SettingsInputs& in) {
       {"autoAllowBashIfSandboxed", false},
       {"excludedCommands", nlohmann::json::array()},
       {"network",
-       {{"allowedDomains", nlohmann::json::array()},
-        {"allowLocalBinding", false},
-        {"allowAllUnixSockets", false}}},
+       {{"allowedDomains", nlohmann::json::array()}, {"allowLocalBinding", false}, {"allowAllUnixSockets", false}}},
       {"filesystem", {{"denyRead", nlohmann::json::array({in.home})}, {"denyWrite", deny_write}}},
   };
   settings["disableAllHooks"] = true;
@@ -127,18 +125,22 @@ std::string build_prompt(const PromptInputs& in) {
           ". The rules of this sandbox, so you do not waste attempts:\n";
   text += "- Edit files only under " + in.work_tree + "; nothing else is writable and your home is off limits.\n";
   if (in.allow_bash.empty()) {
-    text += "- You may not run shell commands: every Bash call will be refused. Use Read, Edit, Write, Glob and Grep.\n";
+    text +=
+        "- You may not run shell commands: every Bash call will be refused. Use Read, Edit, Write, Glob and Grep.\n";
   } else {
     text += "- Bash may run only these commands (Claude Code permission patterns), and nothing else:";
     for (const auto& pattern : in.allow_bash) text += " `" + pattern + "`";
-    text += "\n- Run one command per Bash call: compound commands (&&, ||, ;, |) and redirections to other programs "
-            "are refused.\n";
+    text +=
+        "\n- Run one command per Bash call: compound commands (&&, ||, ;, |) and redirections to other programs "
+        "are refused.\n";
   }
   text += "- There is no network access.\n";
-  text += "- Do not commit, branch or otherwise use git to record changes: git-mullet commits what you leave in the "
-          "work tree. The git directory is read-only.\n";
-  text += "- Finish by returning the structured result: status \"done\" when the task is complete, \"blocked\" when "
-          "it cannot be completed here, and a short summary of what you changed or what blocks you.\n";
+  text +=
+      "- Do not commit, branch or otherwise use git to record changes: git-mullet commits what you leave in the "
+      "work tree. The git directory is read-only.\n";
+  text +=
+      "- Finish by returning the structured result: status \"done\" when the task is complete, \"blocked\" when "
+      "it cannot be completed here, and a short summary of what you changed or what blocks you.\n";
   text += "\nThe task:\n\n" + in.task;
   if (text.back() != '\n') text += '\n';
   return text;

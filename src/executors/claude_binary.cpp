@@ -3,8 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "executors/claude_args.hpp"
 #include "util/fs.hpp"
@@ -75,9 +75,9 @@ Binary probe_binary(const std::string& real_path, const std::string& cache_dir) 
     cache = nlohmann::json::parse(*text, nullptr, false);
     if (!cache.is_object()) cache = nlohmann::json::object();
   }
-  if (const auto entry = cache.find(real_path);
-      entry != cache.end() && entry->is_object() && entry->value("identity", "") == identity &&
-      entry->contains("flags") && (*entry)["flags"].is_array()) {
+  if (const auto entry = cache.find(real_path); entry != cache.end() && entry->is_object() &&
+                                                entry->value("identity", "") == identity && entry->contains("flags") &&
+                                                (*entry)["flags"].is_array()) {
     Binary binary{real_path, entry->value("version", ""), {}};
     for (const auto& flag : (*entry)["flags"]) {
       if (flag.is_string()) binary.flags.insert(flag.get<std::string>());

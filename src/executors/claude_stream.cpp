@@ -171,8 +171,10 @@ void StreamState::apply(const nlohmann::json& event) {
     ResultEvent seen;
     seen.subtype = subtype;
     seen.is_error = bool_at(event, "is_error");
-    if (const auto n = event.find("num_turns"); n != event.end() && n->is_number_integer()) seen.turns = n->get<std::int64_t>();
-    if (const auto c = event.find("total_cost_usd"); c != event.end() && c->is_number()) seen.cost_usd = c->get<double>();
+    if (const auto n = event.find("num_turns"); n != event.end() && n->is_number_integer())
+      seen.turns = n->get<std::int64_t>();
+    if (const auto c = event.find("total_cost_usd"); c != event.end() && c->is_number())
+      seen.cost_usd = c->get<double>();
     if (const auto d = event.find("duration_ms"); d != event.end() && d->is_number_integer()) {
       seen.duration_ms = d->get<std::int64_t>();
     }
@@ -242,8 +244,9 @@ WorkerOutcome judge(const StreamState& state, const RunFacts& facts) {
   }
   if (!state.result) {
     if (contains(facts.stderr_text, "Sandbox required but unavailable")) {
-      return failed("Claude Code's own sandbox is unavailable inside git-mullet's, so it refused to run: " + stderr_line,
-                    "install bubblewrap and socat (apt-get install bubblewrap socat); git mullet doctor checks them");
+      return failed(
+          "Claude Code's own sandbox is unavailable inside git-mullet's, so it refused to run: " + stderr_line,
+          "install bubblewrap and socat (apt-get install bubblewrap socat); git mullet doctor checks them");
     }
     if (!state.init) {
       return failed("Claude Code ended before it started a session (exit code " + std::to_string(facts.exit_code) +

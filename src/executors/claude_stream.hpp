@@ -63,8 +63,8 @@ struct StreamState {
   std::string tool;           // the tool in use, with its main argument
   double estimated_cost = 0;  // from token usage, until the result says
   std::int64_t api_retries = 0;
-  std::string last_api_error;    // from api_retry events
-  std::string assistant_error;   // a synthetic message's error kind (authentication_failed, ...)
+  std::string last_api_error;   // from api_retry events
+  std::string assistant_error;  // a synthetic message's error kind (authentication_failed, ...)
   std::string session_id;
   std::string model;
 

@@ -10,12 +10,12 @@
 namespace mullet::jobs {
 
 struct JobPaths {
-  std::string root;        // the job's directory
-  std::string git_dir;     // the clone's git dir (read-only inside)
-  std::string work_tree;   // the clone's work tree (writable inside)
-  std::string home;        // the sandbox's private HOME
-  std::string worker_log;  // the worker's output while it runs
-  std::string events_log;  // the worker's event stream, for executors that have one
+  std::string root;            // the job's directory
+  std::string git_dir;         // the clone's git dir (read-only inside)
+  std::string work_tree;       // the clone's work tree (writable inside)
+  std::string home;            // the sandbox's private HOME
+  std::string worker_log;      // the worker's output while it runs
+  std::string events_log;      // the worker's event stream, for executors that have one
   std::string executor_files;  // files the executor generated (read-only inside)
 };
 

@@ -34,7 +34,7 @@ struct PhaseSpec {
   std::vector<sandbox::Mount> mounts;
   std::string stdin_data;
   std::vector<std::string> grants;
-  std::int64_t wall_seconds = 0;  // this phase's wall-clock limit
+  std::int64_t wall_seconds = 0;   // this phase's wall-clock limit
   bool wall_is_job_limit = false;  // it is what remains of the job's: a timeout is the job's
   // Watches the worker's output; its stdout is an event stream kept apart
   // (events.jsonl) when structured_stdout.

@@ -41,8 +41,8 @@ nlohmann::json report_json(const WorkerReport& report) {
           {"cost_usd", report.cost_usd},
           {"model", null_if_empty(report.model)},
           {"session_id", null_if_empty(report.session_id)},
-          {"permission_denials", report.permission_denials.is_array() ? report.permission_denials
-                                                                      : nlohmann::json::array()}};
+          {"permission_denials",
+           report.permission_denials.is_array() ? report.permission_denials : nlohmann::json::array()}};
 }
 
 WorkerReport report_from_json(const nlohmann::json& json) {

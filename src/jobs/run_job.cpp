@@ -69,8 +69,8 @@ std::string snapshot_message(const JobRecord& record, int attempt) {
 
 std::string gate_feedback(const std::string& task, const GateRecord& gate) {
   return task + "\n\n---\nYour previous attempt is in the work tree, but the check \"" + gate.name + "\" (`" +
-         gate.command + "`) failed on it (" + (gate.ended_by == "exit" ? "exit code " + std::to_string(gate.exit_code)
-                                                                      : describe_stop(gate.ended_by)) +
+         gate.command + "`) failed on it (" +
+         (gate.ended_by == "exit" ? "exit code " + std::to_string(gate.exit_code) : describe_stop(gate.ended_by)) +
          "). The end of its output:\n\n" + util::tail(gate.output_tail, gate_feedback_bytes) +
          "\n\nFix the work so that this check passes.\n";
 }
@@ -263,8 +263,8 @@ class JobRun {
       }
     }
     git::reset_git_file(m_paths.work_tree, m_paths.git_dir);
-    spdlog::debug("snapshot of job {}: {} files unchanged since checkout, {} read", m_record.id,
-                  snapshot.files_reused, snapshot.files_hashed);
+    spdlog::debug("snapshot of job {}: {} files unchanged since checkout, {} read", m_record.id, snapshot.files_reused,
+                  snapshot.files_hashed);
     if (git_oid_cmp(&snapshot.tree, &base_tree) == 0) {
       m_record.result.clear();
       return base;
@@ -334,17 +334,17 @@ class JobRun {
 };
 
 // Runs the job and stores its final record, whatever happens.
-RunOutcome run_and_record(const git::Repository& repo, const config::Config& config, JobStore& store,
-                          JobRecord& record, const RunRequest& request, const executors::Executor& executor,
-                          const git_oid& start, const std::string& prompt) {
+RunOutcome run_and_record(const git::Repository& repo, const config::Config& config, JobStore& store, JobRecord& record,
+                          const RunRequest& request, const executors::Executor& executor, const git_oid& start,
+                          const std::string& prompt) {
   const JobPaths paths = job_paths(repo, record.id);
   const Slot slot = acquire_slot(
       util::real_path(repo.common_dir()) + "/mullet/slots", config.integer("run.max_parallel"),
       [] { return util::cancel_requested(); },
       [&] {
         if (request.show_worker_output) {
-          std::cerr << "git mullet: job " << record.id << " waits for a free slot ([run] max_parallel = "
-                    << config.integer("run.max_parallel") << ")\n";
+          std::cerr << "git mullet: job " << record.id
+                    << " waits for a free slot ([run] max_parallel = " << config.integer("run.max_parallel") << ")\n";
         }
       });
   std::string hint;
