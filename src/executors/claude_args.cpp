@@ -151,8 +151,10 @@ std::string Endpoint::grant() const {
 }
 
 Result<Endpoint> parse_endpoint(const std::string& url) {
+  // Never echo credentials someone put in the URL.
+  const std::string shown = url.find('@') == std::string::npos ? "'" + url + "'" : "(a URL with credentials)";
   const auto bad = [&](const std::string& why) {
-    return fail(usage_error("[claude] base_url '" + url + "' is not usable: " + why,
+    return fail(usage_error("[claude] base_url " + shown + " is not usable: " + why,
                             "set it to an http(s) URL such as https://api.anthropic.com"));
   };
   Endpoint endpoint;

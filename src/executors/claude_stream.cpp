@@ -242,12 +242,24 @@ WorkerOutcome judge(const StreamState& state, const RunFacts& facts) {
   if (facts.ended_by != "exit" && facts.ended_by != "signal") {
     return failed("the worker was stopped: " + describe_stop(facts.ended_by));
   }
-  if (!state.result) {
-    if (contains(facts.stderr_text, "Sandbox required but unavailable")) {
-      return failed(
-          "Claude Code's own sandbox is unavailable inside git-mullet's, so it refused to run: " + stderr_line,
-          "install bubblewrap and socat (apt-get install bubblewrap socat); git mullet doctor checks them");
+  // Claude Code says so on stderr, and in the result's errors when it got
+  // that far; the wording's case differs between the two.
+  std::string sandbox_error;
+  const auto mentions_sandbox = [](const std::string& text) {
+    return contains(util::to_lower(text), "sandbox required but unavailable");
+  };
+  if (state.result) {
+    for (const auto& error : state.result->errors) {
+      if (mentions_sandbox(error)) sandbox_error = util::first_line(error, 300);
     }
+  }
+  if (sandbox_error.empty() && mentions_sandbox(facts.stderr_text)) sandbox_error = stderr_line;
+  if (!sandbox_error.empty()) {
+    return failed(
+        "Claude Code's own sandbox is unavailable inside git-mullet's, so it refused to run: " + sandbox_error,
+        "install bubblewrap and socat (apt-get install bubblewrap socat); git mullet doctor checks them");
+  }
+  if (!state.result) {
     if (!state.init) {
       return failed("Claude Code ended before it started a session (exit code " + std::to_string(facts.exit_code) +
                     ")" + (stderr_line.empty() ? "" : ": " + stderr_line));
@@ -257,8 +269,11 @@ WorkerOutcome judge(const StreamState& state, const RunFacts& facts) {
   }
   const ResultEvent& result = *state.result;
   const std::string text = util::first_line(result.text, 300);
-  if (state.assistant_error == "authentication_failed" || contains(result.text, "Not logged in") ||
-      contains(result.text, "Invalid API key")) {
+  // The result text of a successful run is the worker's own words: only an
+  // error's text is read for what went wrong.
+  const bool error_text = result.is_error;
+  if (state.assistant_error == "authentication_failed" ||
+      (error_text && (contains(result.text, "Not logged in") || contains(result.text, "Invalid API key")))) {
     return failed("Claude Code is not logged in: no valid credentials reached the worker (" + text + ")",
                   "export ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN / CLAUDE_CODE_OAUTH_TOKEN) and list it in "
                   "[sandbox] env in your user config");
@@ -272,8 +287,9 @@ WorkerOutcome judge(const StreamState& state, const RunFacts& facts) {
   if (result.subtype == "error_max_structured_output_retries") {
     return failed("the worker never returned a valid structured result (status and summary)");
   }
-  if (state.assistant_error == "server_error" || result.api_error_status || contains(result.text, "API Error") ||
-      contains(result.text, "Unable to connect") || contains(result.text, "Connection error")) {
+  if (state.assistant_error == "server_error" || result.api_error_status ||
+      (error_text && (contains(result.text, "API Error") || contains(result.text, "Unable to connect") ||
+                      contains(result.text, "Connection error")))) {
     return failed("the Claude API could not be reached: " + (text.empty() ? state.last_api_error : text),
                   "check [claude] base_url, and that the endpoint is up; the worker may reach only that endpoint");
   }
@@ -339,6 +355,7 @@ std::string render_event(const nlohmann::json& event) {
     } else if (!string_at(event, "result").empty()) {
       out += "   " + util::first_line(string_at(event, "result"), 300) + "\n";
     }
+    for (const auto& error : strings_at(event, "errors")) out += "   error: " + util::first_line(error, 300) + "\n";
     if (const auto denials = event.find("permission_denials"); denials != event.end() && !denials->empty()) {
       out += "   refused: " + denials_text(*denials) + "\n";
     }

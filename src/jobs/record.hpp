@@ -64,7 +64,10 @@ struct WorkerReport {
   std::string session_id;
   // Tool uses the worker's own permission rules refused: [{tool, input}].
   nlohmann::json permission_denials = nlohmann::json::array();
-  bool empty() const { return status.empty() && turns == 0 && model.empty() && permission_denials.empty(); }
+  bool empty() const {
+    return status.empty() && summary.empty() && turns == 0 && cost_usd == 0 && model.empty() && session_id.empty() &&
+           permission_denials.empty();
+  }
 };
 
 // Who is running the job, so a later reader can tell a live job from one whose

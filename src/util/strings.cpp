@@ -1,5 +1,6 @@
 #include "util/strings.hpp"
 
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -149,6 +150,16 @@ std::string format_decimal(double value, int max_decimals) {
     if (text.back() == '.') text.pop_back();
   }
   return text;
+}
+
+}  // namespace mullet::util
+
+namespace mullet::util {
+
+std::string to_lower(std::string_view text) {
+  std::string lower(text);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower;
 }
 
 }  // namespace mullet::util

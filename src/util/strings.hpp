@@ -7,6 +7,7 @@
 namespace mullet::util {
 
 std::string trim(std::string_view text);
+std::string to_lower(std::string_view text);
 std::vector<std::string> split(std::string_view text, char separator);
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 // Quotes a word for display as a POSIX shell word (only when it needs it).

@@ -84,7 +84,7 @@ TEST_CASE("a new Config holds the built-in defaults") {
   CHECK(config.string("run.setup").empty());
   CHECK(config.list("run.dependency_dirs") ==
         std::vector<std::string>{"node_modules", "vendor", ".venv", "target", "build"});
-  CHECK(config.entries().size() == 17);
+  CHECK(config.entries().size() == 23);
   for (const auto& [key, entry] : config.entries()) {
     INFO(key);
     CHECK(entry.source == Source::built_in);

@@ -17,6 +17,7 @@ using mullet::jobs::record_from_json;
 using mullet::jobs::state_name;
 using mullet::jobs::summary_json;
 using mullet::jobs::to_json;
+using mullet::jobs::WorkerReport;
 using nlohmann::json;
 
 namespace {
@@ -53,6 +54,30 @@ JobRecord full_record() {
   return record;
 }
 
+// What Claude Code's result said about a real run (see test_executors_claude.cpp).
+WorkerReport full_report() {
+  WorkerReport report;
+  report.status = "done";
+  report.summary = "wrote hello.txt";
+  report.turns = 5;
+  report.cost_usd = 0.004;
+  report.model = "claude-opus-4-8[1m]";
+  report.session_id = "f300d4f6-5b49-496d-b0aa-a0d5d7dfd3cc";
+  report.permission_denials = json::parse(
+      R"([{"tool_name":"Bash","tool_use_id":"toolu_3_0","tool_input":{"command":"touch ok; touch evil","description":"t"}}])");
+  return report;
+}
+
+void check_same_report(const WorkerReport& a, const WorkerReport& b) {
+  CHECK(a.status == b.status);
+  CHECK(a.summary == b.summary);
+  CHECK(a.turns == b.turns);
+  CHECK(a.cost_usd == b.cost_usd);
+  CHECK(a.model == b.model);
+  CHECK(a.session_id == b.session_id);
+  CHECK(a.permission_denials == b.permission_denials);
+}
+
 void check_same(const JobRecord& a, const JobRecord& b) {
   CHECK(a.format == b.format);
   CHECK(a.id == b.id);
@@ -82,6 +107,7 @@ void check_same(const JobRecord& a, const JobRecord& b) {
   CHECK(a.runner.pid == b.runner.pid);
   CHECK(a.runner.start_ticks == b.runner.start_ticks);
   CHECK(a.runner.boot_id == b.runner.boot_id);
+  check_same_report(a.report, b.report);
 }
 
 }  // namespace
@@ -303,4 +329,164 @@ TEST_CASE("summary_json holds only what list needs") {
   CHECK(back.runner.start_ticks == record.runner.start_ticks);
   CHECK(back.prompt.empty());
   CHECK(back.phases.empty());
+}
+
+TEST_CASE("a record without a worker report writes report as null and reads back an empty one") {
+  const JobRecord record = full_record();
+  CHECK(record.report.empty());
+  const json out = to_json(record);
+  REQUIRE(out.contains("report"));
+  CHECK(out.at("report").is_null());
+  const JobRecord back = record_from_json(json::parse(out.dump()));
+  CHECK(back.report.empty());
+  check_same_report(back.report, WorkerReport{});
+
+  // Older records have no report key at all.
+  json old = out;
+  old.erase("report");
+  CHECK(record_from_json(old).report.empty());
+}
+
+TEST_CASE("to_json writes the worker report under its documented names") {
+  JobRecord record = full_record();
+  record.executor.name = "claude";
+  record.report = full_report();
+  const json report = to_json(record).at("report");
+  REQUIRE(report.is_object());
+  std::vector<std::string> keys;
+  for (const auto& item : report.items()) keys.push_back(item.key());
+  CHECK(keys == std::vector<std::string>{"cost_usd", "model", "permission_denials", "session_id", "status", "summary",
+                                         "turns"});
+  CHECK(report.at("status") == "done");
+  CHECK(report.at("summary") == "wrote hello.txt");
+  CHECK(report.at("turns") == 5);
+  CHECK(report.at("cost_usd") == 0.004);
+  CHECK(report.at("model") == "claude-opus-4-8[1m]");
+  CHECK(report.at("session_id") == "f300d4f6-5b49-496d-b0aa-a0d5d7dfd3cc");
+  CHECK(report.at("permission_denials") == full_report().permission_denials);
+  // The summary line for `list` stays small.
+  CHECK_FALSE(summary_json(record).contains("report"));
+}
+
+TEST_CASE("a worker report survives to_json, text and record_from_json unchanged") {
+  JobRecord record = full_record();
+  record.executor.name = "claude";
+  record.report = full_report();
+  SUBCASE("done, with refused tool uses") {}
+  SUBCASE("blocked, nothing refused") {
+    record.report.status = "blocked";
+    record.report.summary = "the tests need network access";
+    record.report.permission_denials = json::array();
+  }
+  SUBCASE("no structured result: status and summary empty") {
+    record.report.status.clear();
+    record.report.summary.clear();
+    record.report.turns = 3;
+  }
+  SUBCASE("odd numbers") {
+    record.report.turns = 123456789012LL;
+    record.report.cost_usd = 1.0 / 3.0;
+  }
+  SUBCASE("only a model (the worker died before its result)") {
+    record.report = WorkerReport{};
+    record.report.model = "claude-sonnet-4-5";
+  }
+  SUBCASE("only refusals") {
+    const json denials = record.report.permission_denials;
+    record.report = WorkerReport{};
+    record.report.permission_denials = denials;
+  }
+  CHECK_FALSE(record.report.empty());
+  const JobRecord back = record_from_json(json::parse(to_json(record).dump(2)));
+  check_same_report(back.report, record.report);
+  check_same(back, record);
+}
+
+TEST_CASE("an empty status and summary are written as null") {
+  JobRecord record = full_record();
+  record.report = full_report();
+  record.report.status.clear();
+  record.report.summary.clear();
+  record.report.model.clear();
+  record.report.session_id.clear();
+  const json report = to_json(record).at("report");
+  CHECK(report.at("status").is_null());
+  CHECK(report.at("summary").is_null());
+  CHECK(report.at("model").is_null());
+  CHECK(report.at("session_id").is_null());
+  CHECK(report.at("turns") == 5);
+}
+
+TEST_CASE("WorkerReport::empty is true only when there is nothing to say") {
+  CHECK(WorkerReport{}.empty());
+  WorkerReport report;
+  report.status = "done";
+  CHECK_FALSE(report.empty());
+  report = WorkerReport{};
+  report.turns = 1;
+  CHECK_FALSE(report.empty());
+  report = WorkerReport{};
+  report.model = "claude-opus-4-8";
+  CHECK_FALSE(report.empty());
+  report = WorkerReport{};
+  report.permission_denials.push_back(json::object());
+  CHECK_FALSE(report.empty());
+}
+
+TEST_CASE("record_from_json tolerates a worker report of the wrong shape") {
+  for (const auto& odd : {json("done"), json(42), json::array({1, 2}), json(nullptr), json::object()}) {
+    INFO("report: " << odd.dump());
+    JobRecord back;
+    CHECK_NOTHROW(back = record_from_json(json{{"id", "00000000aa"}, {"report", odd}}));
+    CHECK(back.report.empty());
+    CHECK(back.id == "00000000aa");
+  }
+  const json wrong_types = {{"status", 5},
+                            {"summary", json::array({"x"})},
+                            {"turns", "7"},
+                            {"cost_usd", "0.5"},
+                            {"model", nullptr},
+                            {"session_id", false},
+                            {"permission_denials", {{"tool_name", "Bash"}}}};
+  JobRecord back;
+  REQUIRE_NOTHROW(back = record_from_json(json{{"report", wrong_types}}));
+  CHECK(back.report.status.empty());
+  CHECK(back.report.summary.empty());
+  CHECK(back.report.turns == 0);
+  CHECK(back.report.cost_usd == 0);
+  CHECK(back.report.model.empty());
+  CHECK(back.report.session_id.empty());
+  CHECK(back.report.permission_denials == json::array());
+
+  // A whole-number cost is still a cost.
+  CHECK(record_from_json(json{{"report", {{"turns", 2}, {"cost_usd", 3}}}}).report.cost_usd == 3.0);
+}
+
+TEST_CASE("a worker report whose text is not valid UTF-8 can still be written") {
+  JobRecord record = full_record();
+  record.report = full_report();
+  record.report.summary = "fixed caf\xC3";
+  record.report.model = "m\xFF";
+  std::string text;
+  CHECK_NOTHROW(text = to_json(record).dump());
+  if (!text.empty()) {
+    const JobRecord back = record_from_json(json::parse(text));
+    CHECK(back.report.summary.rfind("fixed caf", 0) == 0);
+    CHECK(back.report.status == "done");
+  }
+}
+
+TEST_CASE("record_from_json tolerates an attempt's gate whose passed is not a boolean") {
+  // Regression: attempts_from_json read gate.passed with
+  // entry.value("passed", false), which throws nlohmann::json::type_error when
+  // the key holds another type; one damaged record made `list` / `show` fail.
+  const json odd = {
+      {"id", "00000000aa"},
+      {"attempts", json::array({json{{"number", 1}, {"gates", json::array({json{{"passed", "yes"}}})}}})}};
+  JobRecord back;
+  CHECK_NOTHROW(back = record_from_json(odd));
+  CHECK(back.id == "00000000aa");
+  REQUIRE(back.attempts.size() == 1);
+  REQUIRE(back.attempts[0].gates.size() == 1);
+  CHECK_FALSE(back.attempts[0].gates[0].passed);
 }
