@@ -52,7 +52,9 @@ bool stage_binds_in_child(const std::vector<StagedBind>& binds) {
       ::close(fd);
     }
     const std::string source = "/proc/self/fd/" + std::to_string(fds[i]);
-    if (::mount(source.c_str(), bind.staged_path.c_str(), nullptr, MS_BIND, nullptr) != 0) return false;
+    // Recursive, as bwrap's own binds are: mounts below /usr or /etc look the
+    // same to a sandbox whether or not git-mullet runs as root.
+    if (::mount(source.c_str(), bind.staged_path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return false;
   }
   return true;
 }

@@ -710,6 +710,8 @@ TEST_CASE("parse_endpoint refuses other schemes, credentials, missing hosts and 
       {"httpx://api.anthropic.com", "https:// or http://"},
       {"https:/api.anthropic.com", "https:// or http://"},
       {"https:api.anthropic.com", "https:// or http://"},
+      {"http://127.0.0.1:", "bad port"},
+      {"http://[::1]:/v1", "bad port"},
       {" https://api.anthropic.com", "https:// or http://"},
       {"https://", "https:// or http://"},
       {"http://", "https:// or http://"},
