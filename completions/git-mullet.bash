@@ -13,7 +13,7 @@ __git_mullet_jobs ()
 
 _git_mullet ()
 {
-	local subcommands="run list show diff log merge discard config doctor"
+	local subcommands="run list show diff log wait merge discard config doctor"
 	local subcommand
 	subcommand="$(__git_find_on_cmdline "$subcommands")"
 
@@ -27,7 +27,7 @@ _git_mullet ()
 
 	# The value of an option given as a separate word.
 	case "$subcommand,$prev" in
-	run,-m|run,--message|run,--command|run,--title|merge,--branch)
+	run,-m|run,--message|run,--command|run,--title|merge,--branch|wait,--timeout)
 		# Free text: offer nothing.
 		return ;;
 	run,-F|run,--file)
@@ -49,17 +49,19 @@ _git_mullet ()
 	run,--executor=*)
 		__gitcomp "claude command" "" "${cur#--executor=}"
 		return ;;
-	run,--message=*|run,--command=*|run,--title=*|run,--file=*|merge,--branch=*)
+	run,--message=*|run,--command=*|run,--title=*|run,--file=*|merge,--branch=*|wait,--timeout=*)
 		return ;;
 	esac
 
 	case "$subcommand,$cur" in
 	run,-*)
-		__gitcomp "--message= --file= --base= --executor= --command= --title= --json --dry-run --quiet --help" ;;
+		__gitcomp "--message= --file= --base= --executor= --command= --title= --json --dry-run --detach --quiet --help" ;;
 	list,-*|doctor,-*)
 		__gitcomp "--json --help" ;;
 	show,-*)
 		__gitcomp "--json --help" ;;
+	wait,-*)
+		__gitcomp "--quiet --json --timeout= --help" ;;
 	merge,-*)
 		__gitcomp "--branch= --force --help" ;;
 	discard,-*)
@@ -68,7 +70,7 @@ _git_mullet ()
 		__gitcomp "--base= --help" ;;
 	diff,-*|log,-*)
 		__gitcomp "--help" ;;
-	show,*|diff,*|log,*|merge,*|discard,*)
+	show,*|diff,*|log,*|wait,*|merge,*|discard,*)
 		__gitcomp_nl "$(__git_mullet_jobs)" ;;
 	*)
 		COMPREPLY=() ;;

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/detach.hpp"
 #include "jobs/run_job.hpp"
 #include "sandbox/plan.hpp"
 #include "util/error.hpp"
@@ -21,9 +22,13 @@ struct RunOptions {
   std::string command;
   std::string title;
   std::string setup;
+  std::vector<std::string> gates;
+  std::int64_t attempts = 0;
   bool json = false;
   bool dry_run = false;
   bool quiet = false;
+  bool detach = false;
+  int report_id_fd = -1;  // set in the detached child (see cli/detach.hpp)
 };
 
 std::string read_prompt(const RunOptions& options) {
@@ -42,6 +47,18 @@ std::string read_prompt(const RunOptions& options) {
 }
 
 int run(const RunOptions& options) {
+  if (options.detach) {
+    if (options.dry_run) {
+      throw usage_error("--detach and --dry-run do not go together", "--dry-run runs nothing, so nothing is detached");
+    }
+    if (options.report_id_fd >= 0) throw usage_error(std::string(report_id_fd_option) + " is not for --detach");
+    // The child cannot read our stdin: a task given there is read here.
+    std::optional<std::string> task_on_stdin;
+    if (options.message_file == "-") task_on_stdin = read_prompt(options);
+    return run_detached(task_on_stdin, options.json);
+  }
+  std::function<void(const std::string&)> report_id;
+  if (options.report_id_fd >= 0) report_id = detached_child(options.report_id_fd);
   const std::string prompt = read_prompt(options);
   const git::Repository repo = open_repository();
   const git_oid base = options.base.empty() ? repo.head_commit() : repo.resolve_commit(options.base);
@@ -52,9 +69,15 @@ int run(const RunOptions& options) {
   }
   if (!options.executor.empty()) config.set_from_flag("run.executor", options.executor, "--executor");
   if (!options.setup.empty()) config.set_from_flag("run.setup", options.setup, "--setup");
+  if (options.attempts != 0) config.set_from_flag("run.attempts", options.attempts, "--attempts");
+  std::vector<config::Gate> gates;
+  for (const auto& command : options.gates) {
+    if (util::trim(command).empty()) throw usage_error("--gate needs a command");
+    gates.push_back({util::first_line(command, 40), command, 0, "--gate"});
+  }
 
   if (options.dry_run) {
-    const auto plans = jobs::job_plans(repo, config, "NEW-JOB", prompt);
+    const auto plans = jobs::job_plans(repo, config, "NEW-JOB", prompt, gates);
     if (options.json) {
       nlohmann::json phases = nlohmann::json::array();
       for (const auto& plan : plans) phases.push_back(sandbox::to_json(plan));
@@ -71,25 +94,15 @@ int run(const RunOptions& options) {
   request.title = options.title;
   request.base = base;
   request.show_worker_output = !options.quiet && !options.json;
+  request.gates = gates;
+  if (report_id) {
+    // Detached: nobody watches its stderr, and nobody reads what it prints.
+    request.show_worker_output = false;
+    request.on_created = report_id;
+  }
   const auto outcome = jobs::run_job(repo, config, request);
-  const auto& record = outcome.record;
-  if (!record.error.empty()) {
-    std::cerr << "git mullet: job " << record.id << " " << jobs::state_name(record.state) << ": " << record.error
-              << "\n";
-    if (!outcome.hint.empty()) std::cerr << "hint: " << outcome.hint << "\n";
-  }
-  if (options.json) {
-    std::cout << job_json(record).dump(2) << "\n";
-  } else {
-    std::cout << "job " << record.id << " " << jobs::state_name(record.state);
-    if (!record.result.empty()) std::cout << ": result " << short_sha(record.result);
-    std::cout << "\n";
-    for (const auto& warning : record.snapshot_warnings) std::cout << "  warning: " << warning << "\n";
-    if (!record.result.empty()) {
-      std::cout << "  review:  git mullet diff " << record.id << "\n"
-                << "  take it: git mullet merge " << record.id << "\n";
-    }
-  }
+  if (report_id) return static_cast<int>(outcome.exit_code);
+  print_run_outcome(outcome, options.json);
   return static_cast<int>(outcome.exit_code);
 }
 
@@ -105,9 +118,18 @@ void add_run_command(CLI::App& app, Action& chosen) {
   sub->add_option("--command", options->command, "Shell command for the command executor (implies it)");
   sub->add_option("--title", options->title, "A title for the job (default: the task's first line)");
   sub->add_option("--setup", options->setup, "Shell command run in the clone before the worker, with the setup grants");
+  sub->add_option("--gate", options->gates,
+                  "A check the result must pass (repeatable): a shell command run in the sandbox, without network, "
+                  "on a fresh checkout of the result");
+  sub->add_option("--attempts", options->attempts, "Worker runs per job: a failed gate sends the worker back");
   sub->add_flag("--json", options->json, "Print the job record as one JSON object");
   sub->add_flag("--dry-run", options->dry_run, "Print each phase's sandbox plan and run nothing");
   sub->add_flag("-q,--quiet", options->quiet, "Do not echo the worker's output");
+  sub->add_flag(detach_option, options->detach,
+                "Run the job in the background: print its id once it exists and return (follow it with `git "
+                "mullet wait`)");
+  // For the detached child only, so not in the help (group "").
+  sub->add_option(report_id_fd_option, options->report_id_fd, "The descriptor to write the job's id to")->group("");
   sub->callback([options, &chosen] { chosen = [options] { return run(*options); }; });
 }
 

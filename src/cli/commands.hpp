@@ -14,5 +14,7 @@ void add_merge_command(CLI::App& app, Action& chosen);
 void add_discard_command(CLI::App& app, Action& chosen);
 void add_config_command(CLI::App& app, Action& chosen);
 void add_doctor_command(CLI::App& app, Action& chosen);
+void add_resume_command(CLI::App& app, Action& chosen);
+void add_wait_command(CLI::App& app, Action& chosen);
 
 }  // namespace mullet::cli

@@ -76,24 +76,7 @@ void print_job_outcome(const jobs::JobRecord& record, const std::string& hint, b
 }
 
 void print_run_outcome(const jobs::RunOutcome& outcome, bool json) {
-  const auto& record = outcome.record;
-  if (!record.error.empty()) {
-    std::cerr << "git mullet: job " << record.id << " " << jobs::state_name(record.state) << ": " << record.error
-              << "\n";
-    if (!outcome.hint.empty()) std::cerr << "hint: " << outcome.hint << "\n";
-  }
-  if (json) {
-    std::cout << job_json(record).dump(2) << "\n";
-    return;
-  }
-  std::cout << "job " << record.id << " " << jobs::state_name(record.state);
-  if (!record.result.empty()) std::cout << ": result " << short_sha(record.result);
-  std::cout << "\n";
-  for (const auto& warning : record.snapshot_warnings) std::cout << "  warning: " << warning << "\n";
-  if (!record.result.empty()) {
-    std::cout << "  review:  git mullet diff " << record.id << "\n"
-              << "  take it: git mullet merge " << record.id << "\n";
-  }
+  print_job_outcome(outcome.record, outcome.hint, json);
 }
 
 }  // namespace mullet::cli

@@ -34,8 +34,7 @@ config::Config load_config(const git::Repository* repo, const std::optional<git_
 nlohmann::json job_json(const jobs::JobRecord& record);
 std::string short_sha(const std::string& sha);
 
-// What `run` and `resume` print when a job ends: its state and result on
-// stdout (or the record as JSON), the error and hint on stderr.
+// print_job_outcome for a job this process ran (`run`, `resume`).
 void print_run_outcome(const jobs::RunOutcome& outcome, bool json);
 
 // What `run` and `wait` print once a job has ended: its error and `hint` on

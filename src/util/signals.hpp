@@ -5,6 +5,9 @@
 namespace mullet::util {
 
 void install_cancel_handlers();
+// After install_cancel_handlers: SIGHUP no longer cancels. For a detached
+// runner, which has no terminal to lose; SIGINT and SIGTERM still cancel.
+void ignore_hangup();
 bool cancel_requested();
 int cancel_signal();
 

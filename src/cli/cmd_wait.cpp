@@ -1,0 +1,190 @@
+// `git mullet wait JOB`: follows a job (typically a detached one) to its end,
+// printing its output as it appears, then what `run` prints at the end.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "cli/commands.hpp"
+#include "executors/claude_stream.hpp"
+#include "jobs/layout.hpp"
+#include "jobs/liveness.hpp"
+#include "jobs/run_job.hpp"
+#include "jobs/store.hpp"
+#include "util/error.hpp"
+#include "util/fd.hpp"
+#include "util/fs.hpp"
+#include "util/signals.hpp"
+#include "util/strings.hpp"
+
+namespace mullet::cli {
+namespace {
+
+// How often a running job's record and output files are looked at.
+constexpr std::chrono::milliseconds poll_interval{250};
+
+struct WaitOptions {
+  std::string job;
+  bool quiet = false;
+  bool json = false;
+  double timeout = -1;  // seconds; negative: no limit
+};
+
+// What a file the runner appends to has gained since the last look. The file
+// may not exist yet (the job is still making its clone); when it is replaced
+// or truncated, it is read again from its start.
+class FileTail {
+ public:
+  explicit FileTail(std::string path) : m_path(std::move(path)) {}
+
+  std::string read_new() {
+    struct stat named {};
+    if (::stat(m_path.c_str(), &named) != 0) return {};
+    struct stat open_file {};
+    if (m_fd && (::fstat(m_fd.get(), &open_file) != 0 || open_file.st_ino != named.st_ino ||
+                 open_file.st_dev != named.st_dev || open_file.st_size < ::lseek(m_fd.get(), 0, SEEK_CUR))) {
+      m_fd.reset();
+    }
+    if (!m_fd) m_fd.reset(::open(m_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!m_fd) return {};
+    std::string text;
+    char buffer[65536];
+    while (true) {
+      const ssize_t got = ::read(m_fd.get(), buffer, sizeof buffer);
+      if (got > 0) {
+        text.append(buffer, static_cast<std::size_t>(got));
+      } else if (got == 0 || errno != EINTR) {
+        break;
+      }
+    }
+    return text;
+  }
+
+ private:
+  std::string m_path;
+  UniqueFd m_fd;
+};
+
+// The job's output as it appears, on stderr (where `run` echoes it): the
+// worker's event stream rendered readably when it has one (Claude Code),
+// and its plain output.
+class OutputFollower {
+ public:
+  explicit OutputFollower(const jobs::JobPaths& paths) : m_events(paths.events_log), m_plain(paths.worker_log) {}
+
+  void pump() {
+    print_events(m_splitter.feed(m_events.read_new()));
+    write(m_plain.read_new());
+  }
+  // After the job ended: an event line cut short is shown all the same.
+  void finish() {
+    pump();
+    print_events(m_splitter.finish());
+  }
+  // A finished job whose scratch files are gone (or were never made here: a
+  // fetched record): its output as the record keeps it.
+  void print_recorded(const std::optional<std::string>& events, const std::optional<std::string>& plain) {
+    if (events) {
+      print_events(m_splitter.feed(*events));
+      print_events(m_splitter.finish());
+    }
+    if (plain) write(*plain);
+  }
+
+ private:
+  void print_events(const std::vector<nlohmann::json>& events) {
+    for (const auto& event : events) write(executors::claude::render_event(event));
+  }
+  static void write(const std::string& text) {
+    if (!text.empty()) std::cerr.write(text.data(), static_cast<std::streamsize>(text.size())).flush();
+  }
+
+  FileTail m_events;
+  FileTail m_plain;
+  executors::claude::EventSplitter m_splitter;
+};
+
+int wait_for_job(const WaitOptions& options) {
+  const git::Repository repo = open_repository();
+  const jobs::JobStore store(repo);
+  const jobs::StoredJob first = store.find(options.job);
+  const std::string id = first.record.id;
+  const jobs::JobPaths paths = jobs::job_paths(repo, id);
+  // Like `run --json`, --json prints the record and nothing of the output.
+  const bool follow = !options.quiet && !options.json;
+  OutputFollower output(paths);
+  if (follow && jobs::effective_state(first.record) != jobs::JobState::running && !util::exists(paths.worker_log) &&
+      !util::exists(paths.events_log)) {
+    output.print_recorded(store.read_file(first, "events.jsonl"), store.read_file(first, "worker.log"));
+  }
+
+  const auto started = std::chrono::steady_clock::now();
+  const auto deadline = options.timeout < 0 ? std::chrono::steady_clock::time_point::max()
+                                            : started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                            std::chrono::duration<double>(options.timeout));
+  jobs::JobRecord record = first.record;
+  jobs::JobState state = jobs::JobState::running;
+  while (true) {
+    state = jobs::effective_state(record);
+    if (state == jobs::JobState::interrupted && record.state == jobs::JobState::running) {
+      // The runner writes its last record before it exits: it may have done
+      // both since we read the record. Only a second read tells.
+      if (const auto again = store.load(id)) {
+        record = again->record;
+        state = jobs::effective_state(record);
+      }
+    }
+    if (follow) output.pump();
+    if (state != jobs::JobState::running) break;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      throw failure("job " + id + " is still running (waited " + util::format_decimal(options.timeout, 3) + " s)",
+                    "it goes on in the background; wait again with `git mullet wait " + id + "`");
+    }
+    if (util::cancel_requested()) {
+      throw failure(
+          "stopped waiting; job " + id + " is still running",
+          "wait again with `git mullet wait " + id + "`, or stop it with `git mullet discard --force " + id + "`");
+    }
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(poll_interval, deadline - now));
+    const auto current = store.load(id);
+    if (!current) throw failure("job " + id + " was discarded while waiting for it");
+    record = current->record;
+  }
+  if (follow) output.finish();
+
+  if (state == jobs::JobState::interrupted && record.error.empty()) {
+    std::cerr << "git mullet: job " << id << " interrupted: the git-mullet process running it (pid "
+              << record.runner.pid << ") ended before the job did\n"
+              << "hint: what it did so far: git mullet log " << id << "\n";
+  }
+  jobs::JobRecord shown = record;
+  shown.state = state;
+  // The record does not keep run's hint: the error has to speak for itself.
+  print_job_outcome(shown, "", options.json);
+  return jobs::exit_code_for(state);
+}
+
+}  // namespace
+
+void add_wait_command(CLI::App& app, Action& chosen) {
+  auto options = std::make_shared<WaitOptions>();
+  CLI::App* sub =
+      app.add_subcommand("wait", "Follow a job to its end: its output as it appears, then its outcome and exit code");
+  sub->add_option("JOB", options->job, "Job id or unique prefix")->required();
+  sub->add_flag("-q,--quiet", options->quiet, "Print only the outcome, not the job's output");
+  sub->add_flag("--json", options->json, "Print the finished job's record as one JSON object (and no output)");
+  sub->add_option("--timeout", options->timeout, "Give up after SECONDS (exit 1; the job goes on running)")
+      ->check(CLI::NonNegativeNumber)
+      ->type_name("SECONDS");
+  sub->callback([options, &chosen] { chosen = [options] { return wait_for_job(*options); }; });
+}
+
+}  // namespace mullet::cli
