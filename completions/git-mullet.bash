@@ -13,7 +13,7 @@ __git_mullet_jobs ()
 
 _git_mullet ()
 {
-	local subcommands="run list show diff log wait merge discard config doctor"
+	local subcommands="run list show diff log wait resume merge discard config doctor"
 	local subcommand
 	subcommand="$(__git_find_on_cmdline "$subcommands")"
 
@@ -55,7 +55,7 @@ _git_mullet ()
 
 	case "$subcommand,$cur" in
 	run,-*)
-		__gitcomp "--message= --file= --base= --executor= --command= --title= --json --dry-run --detach --quiet --help" ;;
+		__gitcomp "--message= --file= --base= --executor= --command= --title= --gate= --attempts= --json --dry-run --detach --quiet --help" ;;
 	list,-*|doctor,-*)
 		__gitcomp "--json --help" ;;
 	show,-*)
@@ -70,7 +70,7 @@ _git_mullet ()
 		__gitcomp "--base= --help" ;;
 	diff,-*|log,-*)
 		__gitcomp "--help" ;;
-	show,*|diff,*|log,*|wait,*|merge,*|discard,*)
+	show,*|diff,*|log,*|wait,*|resume,*|merge,*|discard,*)
 		__gitcomp_nl "$(__git_mullet_jobs)" ;;
 	*)
 		COMPREPLY=() ;;

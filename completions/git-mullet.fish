@@ -4,7 +4,7 @@
 # `git-mullet ...`; fish's git completion (3.4 and later) hands `git mullet ...`
 # to it, as it does for every git-* command on PATH.
 
-set -l __git_mullet_commands run list show diff log wait merge discard config doctor
+set -l __git_mullet_commands run list show diff log wait resume merge discard config doctor
 
 function __git_mullet_jobs
     git for-each-ref --format='%(refname:lstrip=3)' refs/mullet/jobs/ 2>/dev/null
@@ -25,6 +25,7 @@ complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_command
 complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a show -d "Show one job's record"
 complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a diff -d 'Show what a job changed against its base'
 complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a log -d "Print the worker's output"
+complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a resume -d 'Continue an interrupted, failed or cancelled job'
 complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a wait -d 'Follow a job to its end and exit as it ended'
 complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a merge -d "Fetch a job's result in as a new branch"
 complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a discard -d "Delete a job's scratch directories and refs"
@@ -43,6 +44,12 @@ complete -c git-mullet -n '__fish_seen_subcommand_from run' -l dry-run -d 'Print
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -s q -l quiet -d "Do not echo the worker's output"
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l detach -d 'Run in the background: print the job id and return'
 
+# resume
+complete -c git-mullet -n '__fish_seen_subcommand_from resume' -s q -l quiet -d "Do not echo the worker's output"
+complete -c git-mullet -n '__fish_seen_subcommand_from resume' -l json -d 'Print the job record as JSON'
+# run: gates and attempts
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -l gate -x -d 'A check the result must pass (repeatable)'
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -l attempts -x -d 'Worker runs when gates fail'
 # wait
 complete -c git-mullet -n '__fish_seen_subcommand_from wait' -s q -l quiet -d "Print only the outcome, not the job's output"
 complete -c git-mullet -n '__fish_seen_subcommand_from wait' -l json -d "Print the finished job's record as JSON"
@@ -52,7 +59,7 @@ complete -c git-mullet -n '__fish_seen_subcommand_from wait' -l timeout -x -d 'G
 complete -c git-mullet -n '__fish_seen_subcommand_from list show doctor' -l json -d 'Print JSON'
 
 # Commands that take a JOB.
-complete -c git-mullet -n '__fish_seen_subcommand_from show diff log wait merge discard' -a '(__git_mullet_jobs)' -d Job
+complete -c git-mullet -n '__fish_seen_subcommand_from show diff log wait resume merge discard' -a '(__git_mullet_jobs)' -d Job
 
 # merge, discard
 complete -c git-mullet -n '__fish_seen_subcommand_from merge' -l branch -x -d 'Branch name (default: mullet/<id>)'
