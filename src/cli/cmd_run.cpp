@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <limits>
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -14,6 +15,8 @@
 namespace mullet::cli {
 namespace {
 
+constexpr std::int64_t not_given = std::numeric_limits<std::int64_t>::min();
+
 struct RunOptions {
   std::string message;
   std::string message_file;
@@ -23,7 +26,7 @@ struct RunOptions {
   std::string title;
   std::string setup;
   std::vector<std::string> gates;
-  std::int64_t attempts = 0;
+  std::int64_t attempts = not_given;
   bool json = false;
   bool dry_run = false;
   bool quiet = false;
@@ -69,7 +72,7 @@ int run(const RunOptions& options) {
   }
   if (!options.executor.empty()) config.set_from_flag("run.executor", options.executor, "--executor");
   if (!options.setup.empty()) config.set_from_flag("run.setup", options.setup, "--setup");
-  if (options.attempts != 0) config.set_from_flag("run.attempts", options.attempts, "--attempts");
+  if (options.attempts != not_given) config.set_from_flag("run.attempts", options.attempts, "--attempts");
   std::vector<config::Gate> gates;
   for (const auto& command : options.gates) {
     if (util::trim(command).empty()) throw usage_error("--gate needs a command");

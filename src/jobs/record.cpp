@@ -169,7 +169,8 @@ nlohmann::json to_json(const JobRecord& record) {
       {"runner",
        {{"pid", record.runner.pid}, {"start_ticks", record.runner.start_ticks}, {"boot_id", record.runner.boot_id}}},
       {"report", report_json(record.report)},
-      {"attempts", attempts_json(record.attempts)}};
+      {"attempts", attempts_json(record.attempts)},
+      {"run_flags", record.run_flags.is_object() ? record.run_flags : nlohmann::json::object()}};
 }
 
 JobRecord record_from_json(const nlohmann::json& json) {
@@ -224,6 +225,7 @@ JobRecord record_from_json(const nlohmann::json& json) {
     record.runner.boot_id = string_or_empty(*runner, "boot_id");
   }
   if (const auto report = json.find("report"); report != json.end()) record.report = report_from_json(*report);
+  if (const auto flags = json.find("run_flags"); flags != json.end() && flags->is_object()) record.run_flags = *flags;
   if (const auto attempts = json.find("attempts"); attempts != json.end()) {
     record.attempts = attempts_from_json(*attempts);
   }

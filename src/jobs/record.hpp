@@ -95,6 +95,10 @@ struct JobRecord {
   RunnerRecord runner;
   WorkerReport report;  // the last attempt's
   std::vector<AttemptRecord> attempts;
+  // What the command line added to the configuration, so `resume` runs the
+  // job as it was started: {"config": {key: value}, "gates": [{name, command,
+  // timeout}]}.
+  nlohmann::json run_flags = nlohmann::json::object();
 };
 
 nlohmann::json to_json(const JobRecord& record);

@@ -79,6 +79,20 @@ bool ended_normally(const sandbox::RunResult& run) {
   return run.ended_by == "exit" || run.ended_by == "signal";
 }
 
+nlohmann::json run_flags_json(const config::Config& config, const std::vector<config::Gate>& gates) {
+  nlohmann::json values = nlohmann::json::object();
+  for (const auto& [key, entry] : config.entries()) {
+    if (entry.source != config::Source::flag) continue;
+    if (const auto* text = std::get_if<std::string>(&entry.value)) values[key] = *text;
+    if (const auto* number = std::get_if<std::int64_t>(&entry.value)) values[key] = *number;
+  }
+  nlohmann::json gate_list = nlohmann::json::array();
+  for (const auto& gate : gates) {
+    gate_list.push_back({{"name", gate.name}, {"command", gate.command}, {"timeout", gate.timeout_seconds}});
+  }
+  return {{"config", values}, {"gates", gate_list}};
+}
+
 // One job's run: setup, then attempts of worker, snapshot and gates, until
 // the gates pass, the attempts run out or a limit ends it.
 class JobRun {
@@ -118,11 +132,13 @@ class JobRun {
     const auto attempts = m_config.integer("run.attempts");
     const int first_number = static_cast<int>(m_record.attempts.size()) + 1;
     for (int number = first_number; number < first_number + attempts; ++number) {
-      AttemptRecord attempt;
-      attempt.number = number;
+      // The attempt is in the record from its start, so every save of the
+      // record (after the snapshot, after each gate) keeps what it did.
+      m_record.attempts.push_back({});
+      m_record.attempts.back().number = number;
       const bool last = number == first_number + attempts - 1;
-      const auto verdict = run_attempt(attempt, prompt, parent);
-      m_record.attempts.push_back(attempt);
+      const auto verdict = run_attempt(number, prompt, parent);
+      const AttemptRecord& attempt = m_record.attempts.back();
       if (verdict != Verdict::gate_failed || last) return;
       prompt = gate_feedback(first_prompt, attempt.gates.back());
       if (!attempt.result.empty()) parent = git::oid_from_string(attempt.result);
@@ -188,7 +204,13 @@ class JobRun {
 
   SandboxDirs worker_dirs() const { return {m_paths.work_tree, m_paths.git_dir, m_paths.home}; }
 
-  Verdict run_attempt(AttemptRecord& attempt, const std::string& prompt, const git_oid& parent) {
+  AttemptRecord& current_attempt() { return m_record.attempts.back(); }
+
+  void save() {
+    m_store.update(m_record.id, [&](JobRecord& stored) { stored = m_record; });
+  }
+
+  Verdict run_attempt(int number, const std::string& prompt, const git_oid& parent) {
     if (out_of_time()) return Verdict::stop;
     const auto spec = m_executor.prepare({prompt, m_config, jobs_directory(m_repo)});
     write_executor_files(m_paths, spec.files);
@@ -199,13 +221,14 @@ class JobRun {
         m_request.show_worker_output, {m_config.integer("limits.turns"), m_config.number("limits.cost_usd")});
     worker.session = session.get();
     auto [run, phase] = m_phases->run(worker, worker_dirs());
-    if (attempt.number > 1) phase.name += " (attempt " + std::to_string(attempt.number) + ")";
+    if (number > 1) phase.name += " (attempt " + std::to_string(number) + ")";
     m_record.phases.push_back(phase);
     const auto outcome = session->finish(run);
     m_record.report = outcome.report;
 
     // What the worker did so far is kept whatever ended it.
-    const git_oid commit = take_snapshot(attempt, parent);
+    const git_oid commit = take_snapshot(number, parent);
+    AttemptRecord& attempt = current_attempt();
     if (run.ended_by == "cancelled") {
       attempt.error = "cancelled by signal";
       finish(JobState::cancelled, attempt.error);
@@ -225,7 +248,8 @@ class JobRun {
     for (const auto& gate : gates()) {
       if (out_of_time()) return Verdict::stop;
       GateRecord result = run_gate(gate, commit);
-      attempt.gates.push_back(result);
+      current_attempt().gates.push_back(result);
+      save();
       if (result.ended_by == "cancelled") {
         finish(JobState::cancelled, "cancelled by signal");
         return Verdict::stop;
@@ -250,7 +274,7 @@ class JobRun {
 
   // Snapshots the work tree as a commit on top of the previous attempt's (or
   // the base); none when the tree is still the base's.
-  git_oid take_snapshot(AttemptRecord& attempt, const git_oid& parent) {
+  git_oid take_snapshot(int number, const git_oid& parent) {
     const git_oid base = git::oid_from_string(m_record.base);
     const git_oid base_tree = m_repo.tree_of(base);
     const git::Snapshot snapshot = git::take_snapshot(
@@ -267,14 +291,14 @@ class JobRun {
                   snapshot.files_hashed);
     if (git_oid_cmp(&snapshot.tree, &base_tree) == 0) {
       m_record.result.clear();
+      save();
       return base;
     }
-    const git_oid commit =
-        git::commit_snapshot(m_repo, snapshot.tree, parent, snapshot_message(m_record, attempt.number));
-    attempt.result = git::oid_to_string(commit);
-    m_record.result = attempt.result;
+    const git_oid commit = git::commit_snapshot(m_repo, snapshot.tree, parent, snapshot_message(m_record, number));
+    current_attempt().result = git::oid_to_string(commit);
+    m_record.result = current_attempt().result;
     // The record follows each attempt, so a crash later loses nothing.
-    m_store.update(m_record.id, [&](JobRecord& stored) { stored = m_record; });
+    save();
     return commit;
   }
 
@@ -434,6 +458,7 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
   record.executor = spec.record;
   record.created_at = util::now_utc();
   record.runner = current_runner();
+  record.run_flags = run_flags_json(config, request.gates);
   store.create(record);
   if (request.on_created) request.on_created(record.id);
   return run_and_record(repo, config, store, record, request, *executor, request.base, request.prompt);

@@ -124,11 +124,16 @@ test_doctor_reports_a_broken_sandbox() {
 
 test_doctor_shows_each_phases_grants() {
   mkdir -p "$XDG_CONFIG_HOME/git-mullet"
+  # The default worker, Claude Code, is granted its API endpoint and nothing else.
   printf '[network]\nsetup = ["registry.example:443"]\n' >"$XDG_CONFIG_HOME/git-mullet/config.toml"
   expect_exit 0 git mullet doctor
   assert_contains "$OUT" "setup: through the egress proxy to registry.example:443"
-  assert_contains "$OUT" "worker: no network"
+  assert_contains "$OUT" "worker: through the egress proxy to api.anthropic.com:443"
   assert_contains "$OUT" "gates: no network"
+  printf '[run]\nexecutor = "command"\n[network]\nsetup = ["registry.example:443"]\n' \
+    >"$XDG_CONFIG_HOME/git-mullet/config.toml"
+  expect_exit 0 git mullet doctor
+  assert_contains "$OUT" "worker: no network"
   expect_exit 0 git mullet doctor --json
   python3 -c 'import json,sys; g=json.loads(sys.argv[1])["grants"]; assert g["setup"]==["registry.example:443"] and g["worker"]==[] and g["gates"]==[], g' "$OUT" ||
     fail "doctor --json lacks the grants"
