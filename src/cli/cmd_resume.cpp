@@ -22,25 +22,7 @@ int resume(const ResumeOptions& options) {
   // what the job's own command line added (its command, setup, gates...).
   config::Config config = load_config(&repo, base);
   jobs::RunRequest request;
-  const auto& flags = job.record.run_flags;
-  if (const auto values = flags.find("config"); values != flags.end() && values->is_object()) {
-    for (const auto& [key, value] : values->items()) {
-      if (config.entries().count(key) == 0) continue;
-      const std::string origin = "the command line of job " + job.record.id;
-      if (value.is_string()) config.set_from_flag(key, value.get<std::string>(), origin);
-      if (value.is_number_integer()) config.set_from_flag(key, value.get<std::int64_t>(), origin);
-    }
-  }
-  if (const auto gates = flags.find("gates"); gates != flags.end() && gates->is_array()) {
-    for (const auto& gate : *gates) {
-      if (!gate.is_object() || !gate.contains("command") || !gate["command"].is_string()) continue;
-      const bool named = gate.contains("name") && gate["name"].is_string();
-      request.gates.push_back(
-          {named ? gate["name"].get<std::string>() : "gate", gate["command"].get<std::string>(),
-           gate.contains("timeout") && gate["timeout"].is_number_integer() ? gate["timeout"].get<std::int64_t>() : 0,
-           "--gate"});
-    }
-  }
+  request.gates = jobs::restore_run_flags(job.record, config);
   request.show_worker_output = !options.quiet && !options.json;
   const auto outcome = jobs::resume_job(repo, config, job.record.id, request);
   print_run_outcome(outcome, options.json);

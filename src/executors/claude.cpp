@@ -29,10 +29,10 @@ class ClaudeSession final : public WorkerSession {
 
   std::string poll() override {
     if (!m_refusal.empty()) return "stopped: " + m_refusal;
-    m_printer.update(progress());
+    const Progress now = progress();
+    m_printer.update(now);
     // Our own watch, besides Claude Code's --max-budget-usd: the estimate
     // runs low (a message's final output tokens arrive after its event).
-    const Progress now = progress();
     if (m_limits.max_turns > 0 && now.turns > m_limits.max_turns) return "turns";
     if (m_limits.max_cost_usd > 0 && now.cost_usd > m_limits.max_cost_usd) return "cost";
     return {};

@@ -17,7 +17,6 @@
 namespace mullet::jobs {
 namespace {
 
-constexpr std::size_t log_kept_bytes = 8U << 20U;
 constexpr std::size_t phase_tail_bytes = 4096;
 
 UniqueFd open_log(const std::string& path) {
@@ -56,7 +55,10 @@ PhaseSpec worker_phase(const config::Config& config, const JobPaths& paths, cons
   return phase;
 }
 
-PhaseSpec gate_phase(const config::Gate& gate, std::int64_t wall_seconds) {
+PhaseSpec gate_phase(const config::Config& config, const config::Gate& gate) {
+  std::int64_t wall_seconds = config.integer("limits.gate_timeout");
+  // A gate's own timeout may only lower the configured one.
+  if (gate.timeout_seconds > 0) wall_seconds = std::min(wall_seconds, gate.timeout_seconds);
   PhaseSpec phase;
   phase.name = "gate:" + gate.name;
   phase.command = {"/bin/sh", "-c", gate.command};
@@ -119,7 +121,8 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
   const auto to_log = [&](std::string_view chunk) {
     [[maybe_unused]] auto ignored = ::write(m_log_fd.get(), chunk.data(), chunk.size());
     output.append(chunk);
-    if (output.size() > 2 * log_kept_bytes) output = util::tail(output, log_kept_bytes);
+    // Only the tail goes into the record; the whole output is in the log file.
+    if (output.size() > 2 * phase_tail_bytes) output = util::tail(output, phase_tail_bytes);
   };
   UniqueFd events_fd;
   if (phase.session == nullptr) {
@@ -164,9 +167,6 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
     record.network = proxy->decisions_json();
   }
   cleanup();
-  m_log += output;
-  if (m_log.size() > 2 * log_kept_bytes) m_log = util::tail(m_log, log_kept_bytes);
-  m_last_output = std::move(output);
   return {result, record};
 }
 

@@ -44,7 +44,7 @@ struct PhaseSpec {
 
 PhaseSpec setup_phase(const config::Config& config);
 PhaseSpec worker_phase(const config::Config& config, const JobPaths& paths, const executors::WorkerSpec& spec);
-PhaseSpec gate_phase(const config::Gate& gate, std::int64_t wall_seconds);
+PhaseSpec gate_phase(const config::Config& config, const config::Gate& gate);
 
 sandbox::Plan plan_for(const git::Repository& repo, const config::Config& config, const JobPaths& paths,
                        const SandboxDirs& dirs, const PhaseSpec& phase, const std::string& proxy_socket);
@@ -56,8 +56,6 @@ class PhaseRunner {
   PhaseRunner(const git::Repository& repo, const config::Config& config, const JobPaths& paths, bool echo);
 
   std::pair<sandbox::RunResult, PhaseRecord> run(const PhaseSpec& phase, const SandboxDirs& dirs);
-  const std::string& log() const { return m_log; }
-  const std::string& last_output() const { return m_last_output; }
 
  private:
   const git::Repository& m_repo;
@@ -65,8 +63,6 @@ class PhaseRunner {
   const JobPaths& m_paths;
   bool m_echo;
   UniqueFd m_log_fd;
-  std::string m_log;
-  std::string m_last_output;
 };
 
 }  // namespace mullet::jobs

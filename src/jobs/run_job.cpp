@@ -111,17 +111,9 @@ class JobRun {
   // Sets up the clone at `start` (the base, or the last snapshot when
   // resuming) and runs the job to its end state.
   void run(const git_oid& start, const std::string& first_prompt) {
-    const bool root = ::geteuid() == 0;
-    const auto uid = static_cast<uid_t>(m_config.integer("sandbox.uid"));
     util::make_dirs(m_paths.root, 0711);
-    git::create_private_clone(m_repo, start, {m_paths.git_dir, m_paths.work_tree}, sandbox::inside::git_dir);
-    util::make_dirs(m_paths.home, 0700);
     if (!util::exists(m_paths.root + "/empty")) util::write_file(m_paths.root + "/empty", "", 0444);
-    if (root) {
-      util::chown_tree(m_paths.work_tree, uid, uid);
-      util::chown_tree(m_paths.home, uid, uid);
-      git::refresh_index_after_chown({m_paths.git_dir, m_paths.work_tree});
-    }
+    make_sandbox_clone(start, worker_dirs());
     PhaseRunner phases(m_repo, m_config, m_paths, m_request.show_worker_output);
     m_phases = &phases;
 
@@ -200,6 +192,19 @@ class JobRun {
                                    (ended_normally(run) ? run.status.describe() : describe_stop(run.ended_by)) + ")");
     }
     return false;
+  }
+
+  // A private clone of `commit` and a home, owned by the sandbox's uid when
+  // we run as root.
+  void make_sandbox_clone(const git_oid& commit, const SandboxDirs& dirs) const {
+    git::create_private_clone(m_repo, commit, {dirs.git_dir, dirs.work_tree}, sandbox::inside::git_dir);
+    util::make_dirs(dirs.home, 0700);
+    if (::geteuid() == 0) {
+      const auto uid = static_cast<uid_t>(m_config.integer("sandbox.uid"));
+      util::chown_tree(dirs.work_tree, uid, uid);
+      util::chown_tree(dirs.home, uid, uid);
+      git::refresh_index_after_chown({dirs.git_dir, dirs.work_tree});
+    }
   }
 
   SandboxDirs worker_dirs() const { return {m_paths.work_tree, m_paths.git_dir, m_paths.home}; }
@@ -315,17 +320,8 @@ class JobRun {
     util::remove_tree(root);
     const SandboxDirs dirs{root + "/work", root + "/git", root + "/home"};
     util::make_dirs(root, 0711);
-    git::create_private_clone(m_repo, commit, {dirs.git_dir, dirs.work_tree}, sandbox::inside::git_dir);
-    util::make_dirs(dirs.home, 0700);
-    if (::geteuid() == 0) {
-      const auto uid = static_cast<uid_t>(m_config.integer("sandbox.uid"));
-      util::chown_tree(dirs.work_tree, uid, uid);
-      util::chown_tree(dirs.home, uid, uid);
-      git::refresh_index_after_chown({dirs.git_dir, dirs.work_tree});
-    }
-    std::int64_t limit = m_config.integer("limits.gate_timeout");
-    if (gate.timeout_seconds > 0) limit = std::min(limit, gate.timeout_seconds);
-    PhaseSpec phase = gate_phase(gate, limit);
+    make_sandbox_clone(commit, dirs);
+    PhaseSpec phase = gate_phase(m_config, gate);
     clip_to_job(phase);
     // The dependencies setup installed, read-only, as the worker saw them.
     for (auto& mount : read_only_mounts(m_paths, m_dependency_dirs)) phase.mounts.push_back(mount);
@@ -402,6 +398,29 @@ RunOutcome run_and_record(const git::Repository& repo, const config::Config& con
 
 }  // namespace
 
+std::vector<config::Gate> restore_run_flags(const JobRecord& record, config::Config& config) {
+  const auto& flags = record.run_flags;
+  const std::string origin = "the command line of job " + record.id;
+  if (const auto values = flags.find("config"); values != flags.end() && values->is_object()) {
+    for (const auto& [key, value] : values->items()) {
+      if (config.entries().count(key) == 0) continue;
+      if (value.is_string()) config.set_from_flag(key, value.get<std::string>(), origin);
+      if (value.is_number_integer()) config.set_from_flag(key, value.get<std::int64_t>(), origin);
+    }
+  }
+  std::vector<config::Gate> gates;
+  if (const auto list = flags.find("gates"); list != flags.end() && list->is_array()) {
+    for (const auto& gate : *list) {
+      if (!gate.is_object() || !gate.contains("command") || !gate["command"].is_string()) continue;
+      const bool named = gate.contains("name") && gate["name"].is_string();
+      const bool timed = gate.contains("timeout") && gate["timeout"].is_number_integer();
+      gates.push_back({named ? gate["name"].get<std::string>() : "gate", gate["command"].get<std::string>(),
+                       timed ? gate["timeout"].get<std::int64_t>() : 0, "--gate"});
+    }
+  }
+  return gates;
+}
+
 int exit_code_for(JobState state) {
   switch (state) {
     case JobState::succeeded:
@@ -433,11 +452,8 @@ std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::
   std::vector<config::Gate> gates = config.gates();
   gates.insert(gates.end(), extra_gates.begin(), extra_gates.end());
   const SandboxDirs gate_dirs{paths.root + "/gate/work", paths.root + "/gate/git", paths.root + "/gate/home"};
-  for (const auto& gate : gates) {
-    std::int64_t limit = config.integer("limits.gate_timeout");
-    if (gate.timeout_seconds > 0) limit = std::min(limit, gate.timeout_seconds);
-    plans.push_back(plan_for(repo, config, paths, gate_dirs, gate_phase(gate, limit), ""));
-  }
+  for (const auto& gate : gates)
+    plans.push_back(plan_for(repo, config, paths, gate_dirs, gate_phase(config, gate), ""));
   return plans;
 }
 

@@ -45,6 +45,10 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
 RunOutcome resume_job(const git::Repository& repo, const config::Config& config, const std::string& job_name,
                       const RunRequest& request);
 
+// What the job's own command line added to the configuration (its command,
+// setup, attempts...), applied again to `config`; returns its --gate gates.
+std::vector<config::Gate> restore_run_flags(const JobRecord& record, config::Config& config);
+
 int exit_code_for(JobState state);
 
 }  // namespace mullet::jobs

@@ -605,6 +605,42 @@ test_failures_are_named_and_fast() {
   assert_eq "$(messages_requests)" 0 "requests to the API without a key"
 }
 
+# many_writes N: a script of N turns, each writing file-K with the Write tool,
+# then the structured result.
+many_writes() {
+  local turns=() k
+  for k in $(seq 1 "$1"); do turns+=("$(write_turn "w$k" "/mullet/work/file-$k" "$k")"); done
+  script "${turns[@]}" "$(done_turn "wrote $1 files")"
+}
+
+test_the_turn_and_cost_limits_stop_the_worker() {
+  scratch
+  start_api "$(many_writes 12)"
+  claude_config ""
+  printf 'turns = 3\n' >>"$S/config.toml"
+  new_repo repo
+  cd repo
+  timed_job -m "write twelve files"
+  expect_job 1
+  assert_eq "$(json_field "$JOB_JSON" state)" failed
+  assert_contains "$(json_field "$JOB_JSON" error)" "limits.turns" "the error names the turn limit"
+  assert_eq "$(json_get "$JOB_JSON" '.phases[0].ended_by')" turns "the worker phase's end"
+  # Stopped from outside as soon as it went past: what it wrote so far is
+  # the result, the rest never happened.
+  result_has file-1
+  result_lacks file-12
+  assert_eq "$(json_get "$JOB_JSON" .report.status)" null "no structured result"
+
+  start_api "$(many_writes 12)"
+  claude_config ""
+  printf 'cost_usd = 0.002\n' >>"$S/config.toml"
+  timed_job -m "write twelve files"
+  expect_job 1
+  assert_contains "$(json_field "$JOB_JSON" error)" "cost limit" "the error names the cost limit"
+  result_lacks file-12
+  [ "$SECONDS_TAKEN" -lt 30 ] || fail "the cost limit took ${SECONDS_TAKEN}s"
+}
+
 # fake_claude NAME HELP_FILTER BODY: a wrapper around the real binary that
 # answers --version through it, --help through it and HELP_FILTER (a
 # command), and runs BODY otherwise.

@@ -218,15 +218,20 @@ test_max_parallel_holds_for_detached_jobs() {
   [ "$most" -ge 1 ] || fail "no worker timestamps"
 }
 
-test_a_detached_job_survives_a_hangup_and_is_cancelled_by_sigterm() {
+# start_long_job: a new repository with a detached job whose worker has
+# started and sleeps; SLEEPER is its sleep command, RUNNER its runner's pid.
+start_long_job() {
   new_repo repo
   cd repo
-  local sleeper
-  sleeper="$(marker_sleep)"
-  detach -m "long" --command "echo started; $sleeper"
+  SLEEPER="$(marker_sleep)"
+  detach -m "long" --command "echo started; $SLEEPER"
   wait_until 20 sh -c "git mullet log $JOB | grep -q started"
-  local runner
-  runner="$(json_get "$(git mullet show --json "$JOB")" '.runner.pid')"
+  RUNNER="$(json_get "$(git mullet show --json "$JOB")" '.runner.pid')"
+}
+
+test_a_detached_job_survives_a_hangup_and_is_cancelled_by_sigterm() {
+  start_long_job
+  local sleeper="$SLEEPER" runner="$RUNNER"
   # A session of its own: no terminal whose hangup or Ctrl-C reaches it.
   assert_eq "$(ps -o sid= -p "$runner" | tr -d ' ')" "$runner" "the runner's session"
   kill -HUP "$runner"
@@ -239,16 +244,9 @@ test_a_detached_job_survives_a_hangup_and_is_cancelled_by_sigterm() {
 }
 
 test_a_killed_runner_leaves_no_sandbox_and_reads_interrupted() {
-  new_repo repo
-  cd repo
-  local sleeper
-  sleeper="$(marker_sleep)"
-  detach -m "long" --command "echo started; $sleeper"
-  wait_until 20 sh -c "git mullet log $JOB | grep -q started"
-  local pattern="[${sleeper:0:1}]${sleeper:1}"
+  start_long_job
+  local pattern="[${SLEEPER:0:1}]${SLEEPER:1}" runner="$RUNNER"
   pgrep -f "$pattern" >/dev/null || fail "the worker's sleep is not running (the check below would prove nothing)"
-  local runner
-  runner="$(json_get "$(git mullet show --json "$JOB")" '.runner.pid')"
   kill -KILL "$runner"
   wait_until 10 sh -c "! pgrep -f '$pattern'"
   expect_exit 1 timeout 10 git mullet wait "$JOB"

@@ -9,38 +9,8 @@
 # gate failed unless --force.
 source "$(dirname "$0")/../lib/harness.sh"
 
-# run_job ARGS...: the harness's, bounded in time, so that a limit that does
-# not work fails the test instead of hanging it.
-run_job() {
-  local out
-  RUN_CODE=0
-  out="$(timeout -k 5 60 git mullet run --json -q "$@")" || RUN_CODE=$?
-  [ "$RUN_CODE" != 124 ] && [ "$RUN_CODE" != 137 ] || fail "git mullet run did not end within 60 s"
-  JOB_JSON="$out"
-  JOB="$(json_field "$out" id 2>/dev/null || true)"
-}
-
-# user_config LINE...: the user config file (GIT_MULLET_CONFIG) for this test.
-user_config() {
-  USER_CONFIG="${USER_CONFIG:-$(mktemp "$TEST_ROOT/config.XXXXXX")}"
-  printf '%s\n' "$@" >"$USER_CONFIG"
-  export GIT_MULLET_CONFIG="$USER_CONFIG"
-}
-
-# marker: a number no other process on the host has on its command line, for
-# `sleep $(marker)` and pgrep.
-marker() {
-  echo "1000.$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')"
-}
-
-# no_process_left PATTERN: within 2 s, no process's command line matches.
-no_process_left() {
-  local pattern="[${1:0:1}]${1:1}" deadline=$((SECONDS + 2))
-  while pgrep -f "$pattern" >/dev/null; do
-    [ "$SECONDS" -lt "$deadline" ] || fail "processes outlived their job: $(pgrep -af "$pattern" | cut -c1-200)"
-    sleep 0.1
-  done
-}
+# Every job of this suite is bounded: a limit that fails must not hang it.
+RUN_JOB_BOUND=60
 
 # gate_field ATTEMPT GATE FIELD: one field of one gate record of $JOB_JSON.
 gate_field() {

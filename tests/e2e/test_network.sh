@@ -237,9 +237,9 @@ net_repo() {
   git -C "$1" commit -qm "network probes"
 }
 
-# user_config SETUP WORKER [EXTRA]: the user config's grants (TOML array
+# grant_config SETUP WORKER [EXTRA]: the user config's grants (TOML array
 # bodies, e.g. '"127.0.0.1:80"'), a bounded job, and EXTRA lines.
-user_config() {
+grant_config() {
   mkdir -p "$XDG_CONFIG_HOME/git-mullet"
   printf '[network]\nsetup = [%s]\nworker = [%s]\n\n[limits]\ntimeout = 60\n%s\n' "$1" "$2" "${3:-}" \
     >"$XDG_CONFIG_HOME/git-mullet/config.toml"
@@ -304,7 +304,7 @@ test_setup_fetches_a_file_through_the_proxy() {
   start_server http HTTP "$PWD/files"
   net_repo repo
   cd repo
-  user_config "\"127.0.0.1:$HTTP\"" ""
+  grant_config "\"127.0.0.1:$HTTP\"" ""
   run_job -m fetch --setup "python3 net.py get http://127.0.0.1:$HTTP/pkg.bin fetched.bin" --command 'true'
   [ "$RUN_CODE" = 0 ] || fail "the job failed ($RUN_CODE): $JOB_JSON"
   assert_eq "$(json_field "$JOB_JSON" state)" succeeded
@@ -346,7 +346,7 @@ test_the_worker_reaches_the_server_only_when_granted() {
   cd repo
   local url="http://127.0.0.1:$HTTP/data.txt"
   # Setup is granted the server, the worker is not.
-  user_config "\"127.0.0.1:$HTTP\"" ""
+  grant_config "\"127.0.0.1:$HTTP\"" ""
   run_job -m no-grant --setup "python3 net.py get $url setup.txt >setup-report" \
     --command "{ python3 net.py env; python3 net.py get $url worker.txt; python3 net.py direct 127.0.0.1 $HTTP; } >worker-report"
   [ "$RUN_CODE" = 0 ] || fail "the job failed ($RUN_CODE): $JOB_JSON"
@@ -362,7 +362,7 @@ test_the_worker_reaches_the_server_only_when_granted() {
   assert_eq "$(json_get "$JOB_JSON" '.phases[1].network')" '[]' "worker decisions"
 
   # Now the worker is granted it.
-  user_config "" "\"127.0.0.1:$HTTP\""
+  grant_config "" "\"127.0.0.1:$HTTP\""
   run_job -m grant --command "{ python3 net.py env; python3 net.py get $url worker.txt; } >worker-report"
   [ "$RUN_CODE" = 0 ] || fail "the job failed ($RUN_CODE): $JOB_JSON"
   assert_eq "$(json_get "$JOB_JSON" '[.phases[].name]')" '["worker"]' "phases"
@@ -393,7 +393,7 @@ test_connect_tunnels_only_to_granted_destinations() {
   dead="$(free_port)"
   net_repo repo
   cd repo
-  user_config "" "\"127.0.0.1:$ECHO\", \"127.0.0.1:$HTTP\", \"127.0.0.1:$dead\""
+  grant_config "" "\"127.0.0.1:$ECHO\", \"127.0.0.1:$HTTP\", \"127.0.0.1:$dead\""
   run_job -m tunnel --command "{ python3 net.py connect tcp 127.0.0.1 $ECHO 300000
     python3 net.py connect tcp 127.0.0.1 $OTHER 10
     python3 net.py tunnelget 127.0.0.1 $HTTP /data.txt
@@ -435,7 +435,7 @@ test_loopback_by_name_is_refused_even_when_granted() {
     grants="$grants, \"$alias:$ECHO\""
     cmd="$cmd; python3 net.py connect tcp $alias $ECHO 10"
   fi
-  user_config "" "$grants"
+  grant_config "" "$grants"
   run_job -m loopback --command "{ $cmd; python3 net.py connect tcp 127.0.0.1 $CONTROL 1000; } >report"
   [ "$RUN_CODE" = 0 ] || fail "the job failed ($RUN_CODE): $JOB_JSON"
   local report
@@ -465,7 +465,7 @@ test_a_star_grant_never_reaches_the_host() {
   # of loopback (by name, by address, IPv6, mapped, numeric forms), private,
   # link-local (cloud metadata) and unspecified addresses is refused before
   # any connection is tried.
-  user_config "" '"*", "127.0.0.1:'"$CONTROL"'"'
+  grant_config "" '"*", "127.0.0.1:'"$CONTROL"'"'
   local targets=(127.0.0.1 "[::1]" "[::ffff:127.0.0.1]" 0.0.0.0 127.1 2130706433 0x7f000001 127.0.0.2
     localhost LOCALHOST localhost. sub.localhost 10.0.0.1 172.16.0.1 192.168.0.1 169.254.169.254 100.64.0.1 "[fe80::1]")
   local cmd="" target
@@ -496,7 +496,7 @@ test_each_phase_gets_its_own_grants() {
   net_repo repo
   cd repo
   local url="http://127.0.0.1:$HTTP/data.txt"
-  user_config "\"127.0.0.1:$HTTP\"" "\"127.0.0.1:$ECHO\""
+  grant_config "\"127.0.0.1:$HTTP\"" "\"127.0.0.1:$ECHO\""
   run_job -m phases \
     --setup "{ python3 net.py get $url setup.txt; python3 net.py connect tcp 127.0.0.1 $ECHO 10; } >setup-report" \
     --command "{ python3 net.py get $url worker.txt; python3 net.py connect tcp 127.0.0.1 $ECHO 10; } >worker-report"
@@ -523,7 +523,7 @@ test_a_failing_setup_keeps_its_decisions_and_the_worker_never_runs() {
   start_server echo ECHO
   net_repo repo
   cd repo
-  user_config "\"127.0.0.1:$ECHO\"" "\"127.0.0.1:$ECHO\""
+  grant_config "\"127.0.0.1:$ECHO\"" "\"127.0.0.1:$ECHO\""
   run_job -m failing --setup "python3 net.py connect tcp 127.0.0.1 $ECHO 10; python3 net.py connect tcp 127.0.0.1 1 10; exit 7" \
     --command "python3 net.py connect tcp 127.0.0.1 $ECHO 10" 2>../stderr
   assert_contains "$(cat ../stderr)" "the setup phase failed (exit code 7)" "stderr"
@@ -548,7 +548,7 @@ test_no_way_around_the_proxy() {
   net_repo repo
   cd repo
   local url="http://127.0.0.1:$HTTP/data.txt"
-  user_config "" "\"127.0.0.1:$HTTP\", \"127.0.0.1:$ECHO\""
+  grant_config "" "\"127.0.0.1:$HTTP\", \"127.0.0.1:$ECHO\""
   run_job -m around --command "{
     python3 net.py get $url via-proxy.txt
     env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy python3 net.py get $url direct.txt
@@ -678,7 +678,7 @@ test_nothing_is_left_running_or_listening() {
   start_server echo ECHO
   net_repo repo
   cd repo
-  user_config "\"127.0.0.1:$ECHO\"" "\"127.0.0.1:$ECHO\""
+  grant_config "\"127.0.0.1:$ECHO\"" "\"127.0.0.1:$ECHO\""
   local mark="lingering-$RANDOM$RANDOM"
   ss -Htln >../tcp-before 2>/dev/null || true
   # Each phase leaves a daemon listening on its loopback, uses the proxy, and
@@ -752,7 +752,7 @@ test_a_cancelled_job_leaves_nothing_behind_either() {
   start_server echo ECHO
   net_repo repo
   cd repo
-  user_config "" "\"127.0.0.1:$ECHO\""
+  grant_config "" "\"127.0.0.1:$ECHO\""
   git-mullet run --json -q -m cancel --command "python3 net.py connect tcp 127.0.0.1 $ECHO 10 >report; touch started; sleep 50" \
     >../job.json 2>../job.err &
   local mullet=$!
@@ -781,7 +781,7 @@ test_dependency_dirs_are_read_only_and_left_out() {
   git -C repo add vendor
   git -C repo commit -qm vendor
   cd repo
-  user_config "" ""
+  grant_config "" ""
   run_job -m deps --setup 'mkdir -p node_modules/x && echo "module" >node_modules/x/index.js' \
     --command '{
       echo changed >node_modules/x/index.js && echo "overwrote index.js"
@@ -820,7 +820,7 @@ test_a_tracked_path_setup_turns_into_a_dependency_dir_keeps_the_base_content() {
   git -C repo commit -qm "build is a file"
   cd repo
   # (Setup from the config this time, not --setup.)
-  user_config "" "" $'[run]\nsetup = "rm build && mkdir build && echo artefact >build/out.o"'
+  grant_config "" "" $'[run]\nsetup = "rm build && mkdir build && echo artefact >build/out.o"'
   run_job -m deps --command 'echo "read: $(cat build/out.o)" >report; echo x >build/more 2>/dev/null && echo wrote >>report; true'
   [ "$RUN_CODE" = 0 ] || fail "the job failed ($RUN_CODE): $JOB_JSON"
   local result
@@ -837,7 +837,7 @@ test_the_repository_may_only_narrow_the_grants() {
   start_server echo ECHO
   net_repo repo
   cd repo
-  user_config "" "\"127.0.0.1:$HTTP\", \"127.0.0.1:$ECHO\""
+  grant_config "" "\"127.0.0.1:$HTTP\", \"127.0.0.1:$ECHO\""
   local cmd="{ python3 net.py env; python3 net.py get http://127.0.0.1:$HTTP/data.txt got.txt
     python3 net.py connect tcp 127.0.0.1 $ECHO 10; } >report; touch ran"
   # Widening: refused before anything runs.
@@ -885,7 +885,7 @@ test_a_repository_cannot_turn_star_into_a_host_address() {
   # "*" is any destination *but* loopback, private and link-local ones; only
   # a grant naming such an address exactly reaches it. So a repository that
   # names one under the user's "*" widens the grant, and must be refused.
-  user_config "" '"*"'
+  grant_config "" '"*"'
   # The positive control: narrowing "*" to an ordinary destination is fine.
   printf '[network]\nworker = ["example.com:443"]\n' >.mullet.toml
   git add .mullet.toml
@@ -919,7 +919,7 @@ test_a_repository_cannot_turn_star_into_a_host_address() {
 test_dry_run_shows_the_grants() {
   net_repo repo
   cd repo
-  user_config '"127.0.0.1:4001"' '"127.0.0.1:4002", "*"'
+  grant_config '"127.0.0.1:4001"' '"127.0.0.1:4002", "*"'
   expect_exit 0 git mullet run --dry-run -m "$PWD/../canary" --setup 'touch "$MULLET_PROMPT"' --command 'touch "$MULLET_PROMPT"'
   local setup worker
   setup="$(printf '%s\n' "$OUT" | sed -n '/^phase setup/,/^phase worker/p')"
@@ -939,7 +939,7 @@ test_dry_run_shows_the_grants() {
     '[["setup",["127.0.0.1:4001"]],["worker",["127.0.0.1:4002","*"]]]' "JSON plan grants"
   assert_eq "$(json_get "$OUT" '[.phases[] | (.env | index("HTTP_PROXY") != null)]')" '[true,true]' "JSON plan env"
   # The positive control: without grants the worker's plan has no way out.
-  user_config '"127.0.0.1:4001"' ''
+  grant_config '"127.0.0.1:4001"' ''
   expect_exit 0 git mullet run --dry-run -m x --setup true --command true
   assert_contains "$(printf '%s\n' "$OUT" | sed -n '/^phase worker/,$p')" "network:     none" "worker plan"
   assert_not_contains "$(printf '%s\n' "$OUT" | sed -n '/^phase worker/,$p')" "HTTP_PROXY" "worker plan"
