@@ -73,10 +73,14 @@ int run(const RunOptions& options) {
   if (!options.executor.empty()) config.set_from_flag("run.executor", options.executor, "--executor");
   if (!options.setup.empty()) config.set_from_flag("run.setup", options.setup, "--setup");
   if (options.attempts != not_given) config.set_from_flag("run.attempts", options.attempts, "--attempts");
+  if (options.gates.size() > config::max_gates) {
+    throw usage_error("--gate: at most " + std::to_string(config::max_gates) + " gates are allowed");
+  }
   std::vector<config::Gate> gates;
   for (const auto& command : options.gates) {
     if (util::trim(command).empty()) throw usage_error("--gate needs a command");
     gates.push_back({util::first_line(command, 40), command, 0, "--gate"});
+    if (auto message = config::check_gate(gates.back()); !message.empty()) throw usage_error("--gate: " + message);
   }
 
   if (options.dry_run) {

@@ -23,7 +23,7 @@ config::Config load_config(const git::Repository* repo, const std::optional<git_
   const auto location = config::user_config_location();
   std::optional<std::string> user_text;
   try {
-    user_text = util::read_file_if_exists(location.path);
+    user_text = util::read_regular_file_if_exists(location.path, config::max_file_bytes);
   } catch (const Error& error) {
     throw usage_error(std::string("cannot read your config file: ") + error.what());
   }
@@ -35,7 +35,7 @@ config::Config load_config(const git::Repository* repo, const std::optional<git_
     problems.insert(problems.end(), found.begin(), found.end());
   }
   if (repo != nullptr && base) {
-    if (auto repo_text = repo->read_file_at(*base, ".mullet.toml")) {
+    if (auto repo_text = repo->read_file_at(*base, ".mullet.toml", config::max_file_bytes)) {
       const std::string label = ".mullet.toml@" + short_sha(git::oid_to_string(*base));
       auto found = config.merge_toml(*repo_text, label, config::Source::repo_file);
       problems.insert(problems.end(), found.begin(), found.end());

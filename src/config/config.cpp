@@ -1,9 +1,11 @@
 #include "config/config.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 #include <sstream>
+#include <string_view>
 
 #include <toml++/toml.h>
 
@@ -16,56 +18,95 @@ enum class Kind { string, list, integer, boolean, number };
 // What the repository's .mullet.toml may do with a key.
 enum class RepoRule { user_only, narrow_list, lower_only, free };
 
+// What a key's value may be, whoever sets it. Every bound is chosen so that
+// no honest configuration meets it and every use downstream stays far from
+// overflow (seconds * 1000 as milliseconds, MiB << 20 as bytes, in 64 bits).
+struct Bounds {
+  double min = 0;             // integers and numbers: the smallest allowed
+  double max = 0;             // ... and the largest
+  bool min_open = false;      // min itself is not allowed (a cost of 0)
+  std::size_t max_bytes = 0;  // strings, and each item of a list
+  std::size_t max_items = 0;  // lists
+};
+
+constexpr std::int64_t max_seconds = 30LL * 24 * 3600;  // 30 days
+constexpr std::int64_t max_mebibytes = 1LL << 20;       // 1 TiB
+constexpr std::size_t command_bytes = 64 * 1024;
+constexpr std::size_t name_bytes = 4096;  // paths, URLs, list items
+constexpr std::size_t list_items = 256;
+constexpr std::size_t max_nesting = 16;
+
+constexpr Bounds between(std::int64_t min, std::int64_t max) {
+  return {static_cast<double>(min), static_cast<double>(max), false, 0, 0};
+}
+constexpr Bounds above(double min, double max) {
+  return {min, max, true, 0, 0};
+}
+constexpr Bounds text(std::size_t bytes) {
+  return {0, 0, false, bytes, 0};
+}
+constexpr Bounds items(std::size_t count, std::size_t bytes_each) {
+  return {0, 0, false, bytes_each, count};
+}
+
 struct KeySpec {
   const char* key;
   Kind kind;
   RepoRule repo_rule;
   Value default_value;
+  Bounds bounds;
   const char* help;
 };
 
 const std::vector<KeySpec>& schema() {
   static const std::vector<KeySpec> keys = {
-      {"run.executor", Kind::string, RepoRule::user_only, std::string("claude"), "worker: claude or command"},
-      {"run.command", Kind::string, RepoRule::user_only, std::string(), "shell command for the command executor"},
-      {"run.setup", Kind::string, RepoRule::free, std::string(),
+      {"run.executor", Kind::string, RepoRule::user_only, std::string("claude"), text(name_bytes),
+       "worker: claude or command"},
+      {"run.command", Kind::string, RepoRule::user_only, std::string(), text(command_bytes),
+       "shell command for the command executor"},
+      {"run.setup", Kind::string, RepoRule::free, std::string(), text(command_bytes),
        "shell command run once in the clone before the worker, with the setup grants"},
       {"run.dependency_dirs", Kind::list, RepoRule::free,
-       std::vector<std::string>{"node_modules", "vendor", ".venv", "target", "build"},
+       std::vector<std::string>{"node_modules", "vendor", ".venv", "target", "build"}, items(list_items, name_bytes),
        "top-level directories that setup fills: read-only afterwards, never in the result"},
-      {"sandbox.env", Kind::list, RepoRule::narrow_list, std::vector<std::string>{},
+      {"sandbox.env", Kind::list, RepoRule::narrow_list, std::vector<std::string>{}, items(list_items, name_bytes),
        "extra environment variable names let into sandboxes"},
-      {"sandbox.uid", Kind::integer, RepoRule::user_only, std::int64_t{65534},
+      // 0 is root and 2^32-1 is (uid_t)-1, "no change" to setresuid.
+      {"sandbox.uid", Kind::integer, RepoRule::user_only, std::int64_t{65534}, between(1, 4294967294LL),
        "host uid sandboxes run as when git-mullet runs as root"},
-      {"network.setup", Kind::list, RepoRule::narrow_list, std::vector<std::string>{},
+      {"network.setup", Kind::list, RepoRule::narrow_list, std::vector<std::string>{}, items(list_items, name_bytes),
        "host:port destinations the setup phase may reach"},
-      {"network.worker", Kind::list, RepoRule::narrow_list, std::vector<std::string>{},
+      {"network.worker", Kind::list, RepoRule::narrow_list, std::vector<std::string>{}, items(list_items, name_bytes),
        "host:port destinations the worker may reach"},
-      {"claude.binary", Kind::string, RepoRule::user_only, std::string("claude"), "the Claude Code binary"},
-      {"claude.base_url", Kind::string, RepoRule::user_only, std::string("https://api.anthropic.com"),
+      {"claude.binary", Kind::string, RepoRule::user_only, std::string("claude"), text(name_bytes),
+       "the Claude Code binary"},
+      {"claude.base_url", Kind::string, RepoRule::user_only, std::string("https://api.anthropic.com"), text(name_bytes),
        "the worker's API endpoint"},
       {"claude.allow_bash", Kind::list, RepoRule::narrow_list, std::vector<std::string>{},
-       "Bash command patterns the worker may run"},
-      {"run.attempts", Kind::integer, RepoRule::lower_only, std::int64_t{1},
+       items(list_items, name_bytes), "Bash command patterns the worker may run"},
+      {"run.attempts", Kind::integer, RepoRule::lower_only, std::int64_t{1}, between(1, 100),
        "worker runs per job: a failed gate sends the worker back while attempts remain"},
-      {"run.max_parallel", Kind::integer, RepoRule::user_only, std::int64_t{0},
+      {"run.max_parallel", Kind::integer, RepoRule::user_only, std::int64_t{0}, between(0, 1024),
        "jobs that may run at once in one repository (0: no cap); more wait for a slot"},
-      {"limits.timeout", Kind::integer, RepoRule::lower_only, std::int64_t{3600}, "wall-clock seconds per phase"},
-      {"limits.job_timeout", Kind::integer, RepoRule::lower_only, std::int64_t{14400},
+      {"limits.timeout", Kind::integer, RepoRule::lower_only, std::int64_t{3600}, between(1, max_seconds),
+       "wall-clock seconds per phase"},
+      {"limits.job_timeout", Kind::integer, RepoRule::lower_only, std::int64_t{14400}, between(1, max_seconds),
        "wall-clock seconds for the whole job, every attempt and gate included"},
-      {"limits.gate_timeout", Kind::integer, RepoRule::lower_only, std::int64_t{1800},
+      {"limits.gate_timeout", Kind::integer, RepoRule::lower_only, std::int64_t{1800}, between(1, max_seconds),
        "wall-clock seconds per gate, unless the gate sets its own (lower) timeout"},
-      {"limits.turns", Kind::integer, RepoRule::lower_only, std::int64_t{200},
+      {"limits.turns", Kind::integer, RepoRule::lower_only, std::int64_t{200}, between(1, 1000000),
        "the worker's turns per attempt (Claude Code)"},
-      {"limits.cost_usd", Kind::number, RepoRule::lower_only, 20.0,
+      {"limits.cost_usd", Kind::number, RepoRule::lower_only, 20.0, above(0, 1e6),
        "the worker's API cost per attempt in USD (Claude Code)"},
-      {"limits.inactivity", Kind::integer, RepoRule::lower_only, std::int64_t{1800},
+      {"limits.inactivity", Kind::integer, RepoRule::lower_only, std::int64_t{1800}, between(1, max_seconds),
        "seconds without output before a phase is stopped"},
-      {"limits.memory_mb", Kind::integer, RepoRule::lower_only, std::int64_t{8192}, "memory cap per sandbox (MiB)"},
-      {"limits.processes", Kind::integer, RepoRule::lower_only, std::int64_t{1024}, "process cap per sandbox"},
-      {"limits.disk_mb", Kind::integer, RepoRule::lower_only, std::int64_t{10240},
+      {"limits.memory_mb", Kind::integer, RepoRule::lower_only, std::int64_t{8192}, between(1, max_mebibytes),
+       "memory cap per sandbox (MiB)"},
+      {"limits.processes", Kind::integer, RepoRule::lower_only, std::int64_t{1024}, between(1, 1LL << 20),
+       "process cap per sandbox"},
+      {"limits.disk_mb", Kind::integer, RepoRule::lower_only, std::int64_t{10240}, between(1, max_mebibytes),
        "disk the worker may fill in its clone and home (MiB)"},
-      {"limits.file_mb", Kind::integer, RepoRule::lower_only, std::int64_t{100},
+      {"limits.file_mb", Kind::integer, RepoRule::lower_only, std::int64_t{100}, between(1, max_mebibytes),
        "largest file the result may record (MiB); larger ones are left out"},
   };
   return keys;
@@ -87,6 +128,14 @@ const char* kind_name(Kind kind) {
     case Kind::number: return "a number";
   }
   return "?";
+}
+
+Kind kind_of(const Value& value) {
+  if (std::holds_alternative<std::string>(value)) return Kind::string;
+  if (std::holds_alternative<std::vector<std::string>>(value)) return Kind::list;
+  if (std::holds_alternative<std::int64_t>(value)) return Kind::integer;
+  if (std::holds_alternative<bool>(value)) return Kind::boolean;
+  return Kind::number;
 }
 
 std::string location(const std::string& file_label, const toml::node& node) {
@@ -146,8 +195,48 @@ double numeric(const Value& value) {
   return 0;
 }
 
-// Checks a value's content; returns an error message or empty.
-std::string validate(const std::string& key, const Value& value) {
+// "from 1 to 2592000", "more than 0 and at most 1000000".
+std::string range_text(const Bounds& bounds) {
+  return (bounds.min_open ? "more than " + util::format_decimal(bounds.min) + " and at most "
+                          : "from " + util::format_decimal(bounds.min) + " to ") +
+         util::format_decimal(bounds.max);
+}
+
+// A value's size and range against its key's bounds; an error message or
+// empty. NaN fails every comparison, so each test is written to reject it.
+std::string check_bounds(const KeySpec& spec, const Value& value) {
+  const Bounds& bounds = spec.bounds;
+  if (spec.kind == Kind::integer || spec.kind == Kind::number) {
+    const double number = numeric(value);
+    const bool above_min = bounds.min_open ? number > bounds.min : number >= bounds.min;
+    if (!(std::isfinite(number) && above_min && number <= bounds.max)) {
+      return "must be " + std::string(spec.kind == Kind::number ? "a finite number " : "") + range_text(bounds);
+    }
+  }
+  if (const auto* text = std::get_if<std::string>(&value); text != nullptr && text->size() > bounds.max_bytes) {
+    return "is " + std::to_string(text->size()) + " bytes long; at most " + std::to_string(bounds.max_bytes) +
+           " are allowed";
+  }
+  if (const auto* list = std::get_if<std::vector<std::string>>(&value)) {
+    if (list->size() > bounds.max_items) {
+      return "has " + std::to_string(list->size()) + " items; at most " + std::to_string(bounds.max_items) +
+             " are allowed";
+    }
+    for (const auto& item : *list) {
+      if (item.size() > bounds.max_bytes) {
+        return "has an item " + std::to_string(item.size()) + " bytes long; at most " +
+               std::to_string(bounds.max_bytes) + " are allowed";
+      }
+    }
+  }
+  return {};
+}
+
+// Checks a value against its key: bounds first, then content; returns an
+// error message or empty.
+std::string validate(const KeySpec& spec, const Value& value) {
+  if (auto message = check_bounds(spec, value); !message.empty()) return message;
+  const std::string key = spec.key;
   if (key == "run.executor") {
     const auto& name = std::get<std::string>(value);
     if (name != "claude" && name != "command") return "unknown executor '" + name + "' (known: claude, command)";
@@ -162,11 +251,132 @@ std::string validate(const std::string& key, const Value& value) {
       if (!valid_destination(item)) return "'" + item + "' is not host:port (or \"*\")";
     }
   }
-  if (key.rfind("limits.", 0) == 0 || key == "sandbox.uid" || key == "run.attempts") {
-    if (numeric(value) <= 0) return "must be a positive number";
-  }
-  if (key == "run.max_parallel" && numeric(value) < 0) return "must be 0 (no cap) or more";
   return {};
+}
+
+// Skips the string starting at `at` (any of TOML's four quotings), counting
+// the lines it spans; an unterminated one ends at the line's or text's end.
+void skip_string(std::string_view text, std::size_t& at, std::size_t& line) {
+  const char quote = text[at];
+  const std::string_view triple = quote == '"' ? R"(""")" : "'''";
+  const bool multiline = text.substr(at, 3) == triple;
+  at += multiline ? 3 : 1;
+  while (at < text.size()) {
+    const char c = text[at];
+    if (c == '\n') {
+      ++line;
+      if (!multiline) return;
+    } else if (c == '\\' && quote == '"') {
+      ++at;
+      if (at < text.size() && text[at] == '\n') ++line;
+    } else if (multiline ? text.substr(at, 3) == triple : c == quote) {
+      at += multiline ? 3 : 1;
+      return;
+    }
+    ++at;
+  }
+}
+
+// The nesting of a TOML document, measured without parsing it: toml++
+// recurses (to parse and to free) once per level, so a document 100,000
+// tables deep overflows the stack. Counts each table header part, each dotted
+// key part and each array or inline table; an array of tables adds at most one
+// level per part, so the real depth is at most twice this. Returns the line
+// where the count first passes `limit`, or 0. Malformed input is left to
+// toml++ to report.
+std::size_t line_too_deep(std::string_view text, std::size_t limit) {
+  struct Open {
+    char bracket;
+    std::size_t depth;  // of the value the bracket opened
+  };
+  std::vector<Open> open;  // never deeper than `limit`: each push adds a level
+  std::size_t line = 1;
+  std::size_t table_depth = 0;  // of the last [header]
+  std::size_t base = 0;         // of the table the key being read is in
+  std::size_t key_parts = 0;
+  std::size_t depth = 0;  // of the value being read
+  bool in_key = true;
+  std::size_t at = 0;
+  const auto close_bracket = [&] {
+    if (open.empty()) return;
+    depth = open.back().depth;
+    open.pop_back();
+  };
+  while (at < text.size()) {
+    const char c = text[at];
+    if (c == '"' || c == '\'') {
+      if (in_key && key_parts == 0) key_parts = 1;
+      skip_string(text, at, line);
+      continue;
+    }
+    if (c == '#') {
+      while (at < text.size() && text[at] != '\n') ++at;
+      continue;
+    }
+    ++at;
+    if (c == '\n') {
+      ++line;
+      if (open.empty()) {
+        in_key = true;
+        base = table_depth;
+        key_parts = 0;
+      }
+    } else if (c == ' ' || c == '\t' || c == '\r') {
+      continue;
+    } else if (in_key) {
+      if (c == '[' && open.empty() && key_parts == 0) {
+        // A [table] or [[array of tables]] header: its parts, up to ']'.
+        std::size_t parts = 1;
+        if (at < text.size() && text[at] == '[') {
+          ++parts;
+          ++at;
+        }
+        while (at < text.size() && text[at] != ']' && text[at] != '\n') {
+          if (text[at] == '"' || text[at] == '\'') {
+            skip_string(text, at, line);
+            continue;
+          }
+          if (text[at] == '.') ++parts;
+          ++at;
+        }
+        table_depth = parts;
+        base = parts;
+        if (table_depth > limit) return line;
+        while (at < text.size() && text[at] == ']') ++at;
+      } else if (c == '.') {
+        if (base + ++key_parts > limit) return line;
+      } else if (c == '=') {
+        depth = base + std::max<std::size_t>(key_parts, 1);
+        if (depth > limit) return line;
+        in_key = false;
+      } else if (c == '}') {  // an empty inline table, or a trailing comma
+        close_bracket();
+        in_key = false;
+      } else if (key_parts == 0) {
+        key_parts = 1;
+      }
+    } else if (c == '[' || c == '{') {
+      open.push_back({c, depth});
+      if (c == '[') {
+        if (++depth > limit) return line;
+      } else {
+        in_key = true;
+        base = depth;
+        key_parts = 0;
+      }
+    } else if (c == ']' || c == '}') {
+      close_bracket();
+    } else if (c == ',' && !open.empty()) {
+      if (open.back().bracket == '{') {
+        in_key = true;
+        base = open.back().depth;
+        key_parts = 0;
+      } else {
+        depth = open.back().depth + 1;
+      }
+    }
+  }
+  return 0;
 }
 
 std::string format_value(const Value& value) {
@@ -227,6 +437,16 @@ bool Config::boolean(const std::string& key) const {
 std::vector<Problem> Config::merge_toml(const std::string& text, const std::string& file_label, Source source) {
   std::vector<Problem> problems;
   auto malformed = [&](const std::string& message) { problems.push_back({ExitCode::usage, message}); };
+  if (text.size() > max_file_bytes) {
+    malformed(file_label + ": is " + std::to_string(text.size()) + " bytes long; at most " +
+              std::to_string(max_file_bytes) + " are allowed");
+    return problems;
+  }
+  if (const auto line = line_too_deep(text, max_nesting); line != 0) {
+    malformed(file_label + ":" + std::to_string(line) + ": nested more than " + std::to_string(max_nesting) +
+              " levels deep");
+    return problems;
+  }
   toml::table document;
   try {
     document = toml::parse(text, file_label);
@@ -264,19 +484,26 @@ std::vector<Problem> Config::merge_toml(const std::string& text, const std::stri
               (field == "name" ? gate.name : gate.command) = *field_node.value<std::string>();
             }
           } else if (field == "timeout") {
-            if (!field_node.is_integer() || *field_node.value<std::int64_t>() <= 0) {
-              malformed(where + ": must be a positive integer (seconds)");
+            const auto seconds = field_node.value<std::int64_t>();
+            if (!field_node.is_integer() || *seconds < 1 || *seconds > max_seconds) {
+              malformed(where + ": must be an integer from 1 to " + std::to_string(max_seconds) + " (seconds)");
               ok = false;
             } else {
-              gate.timeout_seconds = *field_node.value<std::int64_t>();
+              gate.timeout_seconds = *seconds;
             }
           } else {
             malformed(where + ": unknown key (known: name, command, timeout)");
             ok = false;
           }
         }
-        if (ok && gate.command.empty()) {
-          malformed(gate.origin + ": gate: needs a command");
+        if (ok) {
+          if (auto message = check_gate(gate); !message.empty()) {
+            malformed(gate.origin + ": gate: " + message);
+            ok = false;
+          }
+        }
+        if (ok && m_gates.size() >= max_gates) {
+          malformed(gate.origin + ": gate: at most " + std::to_string(max_gates) + " gates are allowed");
           ok = false;
         }
         if (ok) {
@@ -304,7 +531,7 @@ std::vector<Problem> Config::merge_toml(const std::string& text, const std::stri
         malformed(where + ": must be " + kind_name(spec->kind));
         continue;
       }
-      if (auto message = validate(key, *value); !message.empty()) {
+      if (auto message = validate(*spec, *value); !message.empty()) {
         malformed(where + ": " + message);
         continue;
       }
@@ -346,7 +573,13 @@ std::vector<Problem> Config::merge_toml(const std::string& text, const std::stri
 }
 
 void Config::set_from_flag(const std::string& key, Value value, const std::string& flag) {
-  if (auto message = validate(key, value); !message.empty()) throw usage_error(flag + ": " + message);
+  const KeySpec* spec = find_key(key);
+  if (spec == nullptr) throw failure("internal error: unknown configuration key " + key);
+  if (const auto* number = std::get_if<std::int64_t>(&value); number != nullptr && spec->kind == Kind::number) {
+    value = static_cast<double>(*number);
+  }
+  if (kind_of(value) != spec->kind) throw usage_error(flag + ": must be " + kind_name(spec->kind));
+  if (auto message = validate(*spec, value); !message.empty()) throw usage_error(flag + ": " + message);
   m_entries[key] = Entry{std::move(value), Source::flag, flag};
 }
 
@@ -371,6 +604,23 @@ std::string Config::describe() const {
     if (gate.timeout_seconds > 0) out << "timeout = " << gate.timeout_seconds << "\n";
   }
   return out.str();
+}
+
+std::string check_gate(const Gate& gate) {
+  if (gate.command.empty()) return "needs a command";
+  if (gate.command.size() > command_bytes) {
+    return "the command is " + std::to_string(gate.command.size()) + " bytes long; at most " +
+           std::to_string(command_bytes) + " are allowed";
+  }
+  if (gate.name.size() > name_bytes) {
+    return "the name is " + std::to_string(gate.name.size()) + " bytes long; at most " + std::to_string(name_bytes) +
+           " are allowed";
+  }
+  // 0 (none given) leaves limits.gate_timeout in charge.
+  if (gate.timeout_seconds < 0 || gate.timeout_seconds > max_seconds) {
+    return "timeout must be from 1 to " + std::to_string(max_seconds) + " (seconds)";
+  }
+  return {};
 }
 
 void throw_if_problems(const std::vector<Problem>& problems) {

@@ -6,6 +6,7 @@
 // limit, or set it freely. The repository can never widen a wall.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -33,6 +34,16 @@ struct Gate {
   std::string origin;
 };
 
+// A configuration file larger than this is refused unread (user file) or
+// unparsed (the repository's blob).
+inline constexpr std::size_t max_file_bytes = 1 << 20;
+// Gates from files, and again gates from flags.
+inline constexpr std::size_t max_gates = 256;
+
+// Checks a gate however it was given (a [[gate]] table, --gate, a resumed
+// job's record): a message, or empty when it is valid.
+std::string check_gate(const Gate& gate);
+
 struct Problem {
   ExitCode severity;  // usage for malformed input, refused for a wall widened
   std::string message;
@@ -53,9 +64,11 @@ class Config {
   const std::vector<Gate>& gates() const { return m_gates; }
 
   // Merges one TOML document. `file_label` names it in messages. Returns every
-  // problem found (unknown keys, wrong types, bad values, walls widened).
+  // problem found (too large or too deeply nested, unknown keys, wrong types,
+  // values out of their key's range, walls widened).
   std::vector<Problem> merge_toml(const std::string& text, const std::string& file_label, Source source);
-  // A flag given on the command line; throws a usage error for a bad value.
+  // A flag given on the command line (or replayed from a job's record); the
+  // same checks as a file's value. Throws a usage error for a bad value.
   void set_from_flag(const std::string& key, Value value, const std::string& flag);
   void add_gate(Gate gate) { m_gates.push_back(std::move(gate)); }
 

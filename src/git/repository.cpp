@@ -72,7 +72,8 @@ git_oid Repository::tree_of(const git_oid& commit_id) const {
   return *git_commit_tree_id(commit.get());
 }
 
-std::optional<std::string> Repository::read_file_at(const git_oid& commit_id, const std::string& path) const {
+std::optional<std::string> Repository::read_file_at(const git_oid& commit_id, const std::string& path,
+                                                    std::size_t max_bytes) const {
   const git_oid tree_id = tree_of(commit_id);
   git_tree* raw_tree = nullptr;
   check(git_tree_lookup(&raw_tree, m_repo.get(), &tree_id), "cannot read tree");
@@ -80,7 +81,27 @@ std::optional<std::string> Repository::read_file_at(const git_oid& commit_id, co
   git_tree_entry* raw_entry = nullptr;
   if (git_tree_entry_bypath(&raw_entry, tree.get(), path.c_str()) < 0) return std::nullopt;
   TreeEntryPtr entry(raw_entry);
-  if (git_tree_entry_type(entry.get()) != GIT_OBJECT_BLOB) return std::nullopt;
+  const std::string shown = path + " in commit " + oid_to_string(commit_id);
+  const git_filemode_t mode = git_tree_entry_filemode(entry.get());
+  if (mode != GIT_FILEMODE_BLOB && mode != GIT_FILEMODE_BLOB_EXECUTABLE) {
+    const char* kind = mode == GIT_FILEMODE_TREE     ? "a directory"
+                       : mode == GIT_FILEMODE_LINK   ? "a symbolic link"
+                       : mode == GIT_FILEMODE_COMMIT ? "a submodule"
+                                                     : "not a file";
+    throw usage_error(shown + " is " + kind + ", not a regular file");
+  }
+  // The size from the object's header, so a huge blob is never inflated.
+  git_odb* raw_odb = nullptr;
+  check(git_repository_odb(&raw_odb, m_repo.get()), "cannot open the object database");
+  OdbPtr odb(raw_odb);
+  std::size_t size = 0;
+  git_object_t type = GIT_OBJECT_INVALID;
+  check(git_odb_read_header(&size, &type, odb.get(), git_tree_entry_id(entry.get())), "cannot read " + shown);
+  if (type != GIT_OBJECT_BLOB) throw usage_error(shown + " is not a blob");
+  if (size > max_bytes) {
+    throw usage_error(shown + " is " + std::to_string(size) + " bytes long; at most " + std::to_string(max_bytes) +
+                      " are allowed");
+  }
   return read_blob(*git_tree_entry_id(entry.get()));
 }
 

@@ -3,6 +3,7 @@
 // system or global config).
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -29,8 +30,10 @@ class Repository {
   // The commit HEAD points at; throws a usage error on an unborn HEAD.
   git_oid head_commit() const;
   git_oid tree_of(const git_oid& commit) const;
-  // The content of `path` in `commit`'s tree, if it is a blob there.
-  std::optional<std::string> read_file_at(const git_oid& commit, const std::string& path) const;
+  // The content of `path` in `commit`'s tree; nullopt when there is no such
+  // path. Throws a usage error naming it when it is not a regular file (a
+  // directory, symlink or submodule) or is larger than `max_bytes`.
+  std::optional<std::string> read_file_at(const git_oid& commit, const std::string& path, std::size_t max_bytes) const;
   std::string read_blob(const git_oid& blob) const;
 
  private:

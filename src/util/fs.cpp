@@ -15,24 +15,58 @@
 
 namespace mullet::util {
 
-std::optional<std::string> read_file_if_exists(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) {
-    if (errno == ENOENT) return std::nullopt;
-    throw failure("cannot read " + path + ": " + errno_text(errno));
-  }
+namespace {
+
+// Reads `fd` to its end; past `max_bytes` (0: no cap) throws naming `path`.
+std::string read_to_end(int fd, const std::string& path, std::size_t max_bytes) {
   std::string content;
   char buffer[65536];
   while (true) {
-    const ssize_t got = ::read(fd.get(), buffer, sizeof buffer);
+    const ssize_t got = ::read(fd, buffer, sizeof buffer);
     if (got == 0) break;
     if (got < 0) {
       if (errno == EINTR) continue;
       throw failure("cannot read " + path + ": " + errno_text(errno));
     }
     content.append(buffer, static_cast<std::size_t>(got));
+    if (max_bytes > 0 && content.size() > max_bytes) {
+      throw failure(path + " is larger than " + std::to_string(max_bytes) + " bytes");
+    }
   }
   return content;
+}
+
+}  // namespace
+
+std::optional<std::string> read_file_if_exists(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT) return std::nullopt;
+    throw failure("cannot read " + path + ": " + errno_text(errno));
+  }
+  return read_to_end(fd.get(), path, 0);
+}
+
+std::optional<std::string> read_regular_file_if_exists(const std::string& path, std::size_t max_bytes) {
+  // stat() first, so that a device is never opened (opening some has effects);
+  // fstat() again after the open for what was really opened. O_NONBLOCK: a
+  // FIFO swapped in between must not wait for a writer.
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0 && errno == ENOENT) return std::nullopt;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (!fd) {
+    if (errno == ENOENT) return std::nullopt;
+    throw failure("cannot read " + path + ": " + errno_text(errno));
+  }
+  if (!S_ISREG(info.st_mode) || ::fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode)) {
+    throw failure(path + " is not a regular file");
+  }
+  if (static_cast<std::uint64_t>(info.st_size) > max_bytes) {
+    throw failure(path + " is " + std::to_string(info.st_size) + " bytes long; at most " + std::to_string(max_bytes) +
+                  " are allowed");
+  }
+  // The cap again while reading: the file may grow after fstat().
+  return read_to_end(fd.get(), path, max_bytes);
 }
 
 std::optional<std::string> read_proc_file(const std::string& path) {

@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,6 +16,10 @@ namespace mullet::util {
 std::string read_file(const std::string& path);
 // Reads a file if it exists; nullopt when it does not.
 std::optional<std::string> read_file_if_exists(const std::string& path);
+// Reads a regular file of at most `max_bytes` (symlinks to one are fine):
+// FIFOs, devices and directories are refused without blocking or reading, and
+// so is a larger file. nullopt when it does not exist.
+std::optional<std::string> read_regular_file_if_exists(const std::string& path, std::size_t max_bytes);
 // A file under /proc that may vanish while being read (its process ended):
 // nullopt on any error.
 std::optional<std::string> read_proc_file(const std::string& path);
