@@ -4,23 +4,6 @@
 # ref, no scratch directory, no branch, nothing in the user's repository.
 source "$(dirname "$0")/../lib/harness.sh"
 
-# everything: the user's repository and git-mullet's records, for before/after.
-everything() {
-  user_state
-  echo "mullet:"
-  mullet_traces
-}
-
-# refused_cleanly CODE COMMAND...: exits CODE and changes nothing.
-refused_cleanly() {
-  local code="$1"
-  shift
-  local before
-  before="$(everything)"
-  expect_exit "$code" "$@"
-  assert_eq "$(everything)" "$before" "state after '$*'"
-}
-
 # config_error FILE LINE KEY: $ERR reports one configuration problem, naming
 # the file, the line and the key.
 config_error() {

@@ -234,6 +234,24 @@ user_state() {
   (cd "$common" && find hooks info -printf '%p %y %m\n' 2>/dev/null | LC_ALL=C sort)
 }
 
+# everything: the user's repository and git-mullet's records, for before/after.
+everything() {
+  user_state
+  echo "mullet:"
+  mullet_traces
+}
+
+# refused_cleanly CODE COMMAND...: exits CODE and changes nothing (no job ref,
+# no scratch directory, nothing in the user's repository).
+refused_cleanly() {
+  local code="$1"
+  shift
+  local before
+  before="$(everything)"
+  expect_exit "$code" "$@"
+  assert_eq "$(everything)" "$before" "state after '$*'"
+}
+
 # assert_clear_error: $ERR is one "git mullet: ..." line (optionally followed
 # by one "hint: ..." line), not a usage dump, not an internal error.
 assert_clear_error() {

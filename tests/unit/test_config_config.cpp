@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -200,9 +202,9 @@ TEST_CASE("invalid values are problems naming the value") {
     CHECK(config.list("network.worker").size() == 3);
   }
   SUBCASE("limits must be positive") {
-    expect_one_usage_problem("[limits]\ntimeout = -5\n", {"limits.timeout", "positive"});
-    expect_one_usage_problem("[limits]\nmemory_mb = 0\n", {"limits.memory_mb", "positive"});
-    expect_one_usage_problem("[sandbox]\nuid = 0\n", {"sandbox.uid", "positive"});
+    expect_one_usage_problem("[limits]\ntimeout = -5\n", {"limits.timeout", "must be from 1 to 2592000"});
+    expect_one_usage_problem("[limits]\nmemory_mb = 0\n", {"limits.memory_mb", "must be from 1 to 1048576"});
+    expect_one_usage_problem("[sandbox]\nuid = 0\n", {"sandbox.uid", "must be from 1 to 4294967294"});
   }
   SUBCASE("unknown executor") {
     expect_one_usage_problem("[run]\nexecutor = \"docker\"\n", {"run.executor", "unknown executor 'docker'"});
@@ -374,7 +376,8 @@ TEST_CASE("[[gate]] problems") {
     CHECK(config.gates().empty());
   }
   SUBCASE("bad timeout") {
-    expect_one_usage_problem("[[gate]]\ncommand = \"make\"\ntimeout = 0\n", {"gate.timeout", "positive integer"});
+    expect_one_usage_problem("[[gate]]\ncommand = \"make\"\ntimeout = 0\n",
+                             {"user.toml:3", "gate.timeout", "must be an integer from 1 to 2592000"});
     expect_one_usage_problem("[[gate]]\ncommand = \"make\"\ntimeout = \"60\"\n", {"gate.timeout"});
   }
   SUBCASE("command not a string") {
@@ -443,8 +446,13 @@ TEST_CASE("set_from_flag validates like the files do") {
       CHECK(contains(error.what(), part));
     }
   };
-  expect_usage("limits.timeout", std::int64_t{0}, "--timeout", "positive");
-  expect_usage("limits.memory_mb", std::int64_t{-1}, "--memory", "positive");
+  expect_usage("limits.timeout", std::int64_t{0}, "--timeout", "must be from 1 to 2592000");
+  expect_usage("limits.memory_mb", std::int64_t{-1}, "--memory", "must be from 1 to 1048576");
+  expect_usage("run.attempts", std::int64_t{101}, "--attempts", "must be from 1 to 100");
+  expect_usage("limits.cost_usd", std::numeric_limits<double>::quiet_NaN(), "--cost", "finite");
+  expect_usage("limits.cost_usd", std::numeric_limits<double>::infinity(), "--cost", "finite");
+  expect_usage("run.setup", std::string(65537, 'x'), "--setup", "65537 bytes long; at most 65536");
+  expect_usage("limits.timeout", std::string("60"), "--timeout", "must be an integer");
   expect_usage("run.executor", std::string("podman"), "--executor", "unknown executor 'podman'");
   expect_usage("sandbox.env", Strings{"GOOD", "BAD NAME"}, "--env", "'BAD NAME'");
   expect_usage("network.worker", Strings{"example.com"}, "--allow-net", "'example.com'");
@@ -500,4 +508,304 @@ TEST_CASE("a repository cannot narrow \"*\" to an address") {
     CHECK(problems[0].severity == mullet::ExitCode::refused);
     CHECK(fresh.list("network.worker") == std::vector<std::string>{"*"});
   }
+}
+
+namespace {
+
+constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t int64_min = std::numeric_limits<std::int64_t>::min();
+
+struct IntegerRange {
+  const char* key;
+  std::int64_t min;
+  std::int64_t max;
+};
+
+// Every integer key and its documented range (README, man page).
+const std::vector<IntegerRange>& integer_ranges() {
+  static const std::vector<IntegerRange> ranges = {
+      {"sandbox.uid", 1, 4294967294},   {"run.attempts", 1, 100},           {"run.max_parallel", 0, 1024},
+      {"limits.timeout", 1, 2592000},   {"limits.job_timeout", 1, 2592000}, {"limits.gate_timeout", 1, 2592000},
+      {"limits.turns", 1, 1000000},     {"limits.inactivity", 1, 2592000},  {"limits.memory_mb", 1, 1048576},
+      {"limits.processes", 1, 1048576}, {"limits.disk_mb", 1, 1048576},     {"limits.file_mb", 1, 1048576},
+  };
+  return ranges;
+}
+
+// Every string key and its cap in bytes.
+const std::vector<std::pair<const char*, std::size_t>>& string_caps() {
+  static const std::vector<std::pair<const char*, std::size_t>> caps = {
+      {"run.executor", 4096},  {"run.command", 65536},    {"run.setup", 65536},
+      {"claude.binary", 4096}, {"claude.base_url", 4096},
+  };
+  return caps;
+}
+
+std::string toml_line(const std::string& key, const std::string& value) {
+  return "[" + key.substr(0, key.find('.')) + "]\n" + key.substr(key.find('.') + 1) + " = " + value + "\n";
+}
+
+std::string quoted(const std::string& text) {
+  return "\"" + text + "\"";
+}
+
+bool has_problem_with(const std::vector<Problem>& problems, const std::string& part) {
+  for (const auto& problem : problems) {
+    if (contains(problem.message, part)) return true;
+  }
+  return false;
+}
+
+std::string repeat(const std::string& part, std::size_t times) {
+  std::string all;
+  for (std::size_t i = 0; i < times; ++i) all += part;
+  return all;
+}
+
+// A document nested `depth` levels deep, in one of the ways TOML nests.
+std::string nested(const std::string& form, std::size_t depth) {
+  if (form == "header") return "[" + repeat("a.", depth - 1) + "a]\nx = 1\n";
+  if (form == "array of tables") return "[[" + repeat("a.", depth - 2) + "a]]\nx = 1\n";
+  if (form == "dotted key") return repeat("a.", depth - 1) + "a = 1\n";
+  if (form == "header and dotted key")
+    return "[" + repeat("a.", depth / 2 - 1) + "a]\n" + repeat("b.", depth - depth / 2 - 1) + "b = 1\n";
+  if (form == "inline table") return "x" + repeat(" = {a", depth - 1) + " = 1" + repeat("}", depth - 1) + "\n";
+  if (form == "array") return "x = " + repeat("[", depth - 1) + "1" + repeat("]", depth - 1) + "\n";
+  if (form == "arrays of inline tables")
+    return "x = " + repeat("[{a = ", (depth - 1) / 2) + "1" + repeat("}]", (depth - 1) / 2) + "\n";
+  FAIL("unknown form " << form);
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("every integer key has a range, and its edges hold") {
+  // Every integer and number key of the schema is in this test's table.
+  for (const auto& [key, entry] : Config().entries()) {
+    if (std::holds_alternative<double>(entry.value)) {
+      CHECK(key == "limits.cost_usd");
+    } else if (std::holds_alternative<std::int64_t>(entry.value)) {
+      bool listed = false;
+      for (const auto& range : integer_ranges()) listed = listed || key == range.key;
+      CHECK_MESSAGE(listed, key << " has no range test");
+    }
+  }
+  for (const auto& range : integer_ranges()) {
+    INFO("key: " << range.key);
+    for (const std::int64_t good : {range.min, range.max}) {
+      Config config;
+      const auto problems = merge_user(config, toml_line(range.key, std::to_string(good)));
+      INFO(messages(problems));
+      CHECK(problems.empty());
+      CHECK(config.integer(range.key) == good);
+    }
+    const std::string allowed = "must be from " + std::to_string(range.min) + " to " + std::to_string(range.max);
+    for (const std::int64_t bad : {range.min - 1, range.max + 1, int64_max, int64_min}) {
+      expect_one_usage_problem(toml_line(range.key, std::to_string(bad)), {"user.toml:2", range.key, allowed});
+      CHECK_THROWS_WITH_AS(Config().set_from_flag(range.key, bad, "--flag"), ("--flag: " + allowed).c_str(), Error);
+    }
+    for (const char* not_integer : {"nan", "inf", "-inf", "+nan", "1e3", "1.0"}) {
+      expect_one_usage_problem(toml_line(range.key, not_integer), {"user.toml:2", range.key, "must be an integer"});
+    }
+  }
+}
+
+TEST_CASE("the cost cap is finite, more than 0 and at most 1000000") {
+  const std::string allowed = "must be a finite number more than 0 and at most 1000000";
+  for (const char* bad : {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "0", "0.0", "-0.0", "-1", "1000000.0001",
+                          "1e308", "9223372036854775807"}) {
+    expect_one_usage_problem(toml_line("limits.cost_usd", bad), {"user.toml:2", "limits.cost_usd", allowed});
+    Config config;
+    const auto problems = merge_repo(config, toml_line("limits.cost_usd", bad));
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].severity == ExitCode::usage);
+    CHECK(config.number("limits.cost_usd") == 20.0);
+  }
+  for (const auto& [good, expected] : std::vector<std::pair<std::string, double>>{
+           {"1e-9", 1e-9}, {"0.5", 0.5}, {"1000000", 1e6}, {"1000000.0", 1e6}, {"7", 7.0}}) {
+    Config config;
+    const auto problems = merge_user(config, toml_line("limits.cost_usd", good));
+    INFO(good << ": " << messages(problems));
+    CHECK(problems.empty());
+    CHECK(config.number("limits.cost_usd") == expected);
+  }
+  for (const double bad :
+       {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::quiet_NaN(),
+        std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(), -0.0, 0.0, 1e6 + 1}) {
+    CHECK_THROWS_WITH_AS(Config().set_from_flag("limits.cost_usd", bad, "--cost"), ("--cost: " + allowed).c_str(),
+                         Error);
+  }
+  // An integer given for a number is a number.
+  Config config;
+  config.set_from_flag("limits.cost_usd", std::int64_t{3}, "--cost");
+  CHECK(config.number("limits.cost_usd") == 3.0);
+}
+
+TEST_CASE("lower-only compares every value that passes its range") {
+  Config config;
+  REQUIRE(merge_user(config, "[limits]\ncost_usd = 5\ntimeout = 600\n").empty());
+  CHECK(merge_repo(config, "[limits]\ncost_usd = 4.99\n").empty());
+  CHECK(config.number("limits.cost_usd") == 4.99);
+  for (const char* raise : {"5.000001", "1000000"}) {
+    const auto problems = merge_repo(config, toml_line("limits.cost_usd", raise));
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].severity == ExitCode::refused);
+  }
+  for (const char* nan : {"nan", "-nan"}) {
+    const auto problems = merge_repo(config, toml_line("limits.cost_usd", nan));
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].severity == ExitCode::usage);
+  }
+  CHECK(config.number("limits.cost_usd") == 4.99);
+  // Out of range is malformed (exit 2), not a widening (exit 3), and not applied.
+  const auto problems = merge_repo(config, toml_line("limits.timeout", "9223372036854775807"));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].severity == ExitCode::usage);
+  CHECK(config.integer("limits.timeout") == 600);
+}
+
+TEST_CASE("strings have a size cap") {
+  for (const auto& [key, entry] : Config().entries()) {
+    if (!std::holds_alternative<std::string>(entry.value)) continue;
+    bool listed = false;
+    for (const auto& cap : string_caps()) listed = listed || key == cap.first;
+    CHECK_MESSAGE(listed, key << " has no cap test");
+  }
+  for (const auto& [key, cap] : string_caps()) {
+    INFO("key: " << key);
+    // run.executor has its own two names; its cap still comes first.
+    if (std::string(key) != "run.executor") {
+      Config config;
+      const auto problems = merge_user(config, toml_line(key, quoted(std::string(cap, 'x'))));
+      INFO(messages(problems));
+      CHECK(problems.empty());
+      CHECK(config.string(key).size() == cap);
+      CHECK_NOTHROW(Config().set_from_flag(key, std::string(cap, 'x'), "--flag"));
+    }
+    const std::string over =
+        "is " + std::to_string(cap + 1) + " bytes long; at most " + std::to_string(cap) + " are allowed";
+    expect_one_usage_problem(toml_line(key, quoted(std::string(cap + 1, 'x'))), {"user.toml:2", key, over});
+    CHECK_THROWS_WITH_AS(Config().set_from_flag(key, std::string(cap + 1, 'x'), "--flag"), ("--flag: " + over).c_str(),
+                         Error);
+  }
+}
+
+TEST_CASE("lists have an item count and an item size cap") {
+  for (const auto& [key, entry] : Config().entries()) {
+    if (!std::holds_alternative<Strings>(entry.value)) continue;
+    INFO("key: " << key);
+    // Items each key's own check accepts.
+    const std::string item = key == "sandbox.env" ? "NAME_" : key.rfind("network.", 0) == 0 ? "host" : "x";
+    const std::string port = key.rfind("network.", 0) == 0 ? ":1" : "";
+    const auto make = [&](std::size_t count) {
+      std::string text = "[";
+      for (std::size_t i = 0; i < count; ++i) text += (i == 0 ? "" : ", ") + quoted(item + std::to_string(i) + port);
+      return text + "]";
+    };
+    {
+      Config config;
+      const auto problems = merge_user(config, toml_line(key, make(256)));
+      INFO(messages(problems));
+      CHECK(problems.empty());
+      CHECK(config.list(key).size() == 256);
+    }
+    expect_one_usage_problem(toml_line(key, make(257)), {"user.toml:2", key, "has 257 items; at most 256"});
+    const std::string longest = std::string(4096 - port.size() - 1, 'A') + "0" + port;
+    {
+      Config config;
+      const auto problems = merge_user(config, toml_line(key, "[" + quoted(longest) + "]"));
+      INFO(messages(problems));
+      CHECK(problems.empty());
+    }
+    expect_one_usage_problem(toml_line(key, "[" + quoted("A" + longest) + "]"),
+                             {"user.toml:2", key, "has an item 4097 bytes long; at most 4096"});
+    CHECK_THROWS_AS(Config().set_from_flag(key, Strings(257, item + "0" + port), "--flag"), Error);
+  }
+}
+
+TEST_CASE("gates have a timeout range, size caps and a count cap") {
+  using mullet::config::check_gate;
+  using mullet::config::Gate;
+  CHECK(check_gate(Gate{"n", "make", 0, "--gate"}).empty());  // 0: the phase limit applies
+  CHECK(check_gate(Gate{"n", "make", 2592000, "x"}).empty());
+  CHECK(contains(check_gate(Gate{"n", "make", 2592001, "x"}), "timeout must be from 1 to 2592000"));
+  CHECK(contains(check_gate(Gate{"n", "make", -1, "x"}), "timeout must be from 1 to 2592000"));
+  CHECK(contains(check_gate(Gate{"n", "make", int64_max, "x"}), "timeout"));
+  CHECK(check_gate(Gate{"n", std::string(65536, 'x'), 0, "x"}).empty());
+  CHECK(contains(check_gate(Gate{"n", std::string(65537, 'x'), 0, "x"}), "65537 bytes long; at most 65536"));
+  CHECK(check_gate(Gate{std::string(4096, 'n'), "make", 0, "x"}).empty());
+  CHECK(contains(check_gate(Gate{std::string(4097, 'n'), "make", 0, "x"}), "name is 4097 bytes long"));
+  CHECK(contains(check_gate(Gate{"n", "", 0, "x"}), "needs a command"));
+
+  for (const char* bad : {"9223372036854775807", "2592001", "-1", "nan", "inf", "1.5"}) {
+    expect_one_usage_problem(std::string("[[gate]]\ncommand = \"make\"\ntimeout = ") + bad + "\n",
+                             {"user.toml:3", "gate.timeout", "must be an integer from 1 to 2592000"});
+  }
+  expect_one_usage_problem("[[gate]]\ncommand = \"" + std::string(65537, 'x') + "\"\n",
+                           {"user.toml:1", "gate", "65537 bytes long"});
+  {
+    Config config;
+    const auto problems = merge_user(config, repeat("[[gate]]\ncommand = \"true\"\n", 256));
+    CHECK(problems.empty());
+    CHECK(config.gates().size() == 256);
+    const auto more = merge_repo(config, "[[gate]]\ncommand = \"true\"\n");
+    REQUIRE(more.size() == 1);
+    CHECK(contains(more[0].message, "at most 256 gates"));
+    CHECK(config.gates().size() == 256);
+  }
+}
+
+TEST_CASE("nesting is capped before toml++ parses") {
+  const std::vector<std::string> forms = {
+      "header", "array of tables",        "dotted key", "header and dotted key", "inline table",
+      "array",  "arrays of inline tables"};
+  for (const auto& form : forms) {
+    INFO("form: " << form);
+    for (const std::size_t depth : {std::size_t{2}, std::size_t{16}}) {
+      Config config;
+      const auto problems = merge_user(config, nested(form, depth));
+      INFO(nested(form, depth) << messages(problems));
+      CHECK_FALSE(has_problem_with(problems, "nested"));
+    }
+    for (const std::size_t depth : {std::size_t{17}, std::size_t{18}, std::size_t{100000}}) {
+      Config config;
+      const auto problems = merge_user(config, nested(form, depth));
+      INFO("depth " << depth << ": " << messages(problems));
+      REQUIRE(problems.size() == 1);
+      CHECK(problems[0].severity == ExitCode::usage);
+      CHECK(contains(problems[0].message, "user.toml:"));
+      CHECK(contains(problems[0].message, "nested more than 16 levels deep"));
+    }
+  }
+  // The line where it happens, after a valid start.
+  expect_one_usage_problem("[limits]\ntimeout = 5\n\n" + nested("dotted key", 17), {"user.toml:4:", "nested"});
+  // Brackets, braces and dots in strings and comments are not nesting, nor is width.
+  for (const std::string& text :
+       {"[run]\nsetup = \"" + repeat("[{.", 100) + "\"\n", "[run]\nsetup = '" + repeat("[{.", 100) + "'\n",
+        "[run]\nsetup = \"\"\"\n" + repeat("[{.\"\n", 100) + "\"\"\"\n",
+        "[run]\nsetup = '''\n" + repeat("[{.'\n", 100) + "'''\n", "[run]\nsetup = \"\\\"" + repeat("[", 100) + "\"\n",
+        "# " + repeat("[a.", 100) + "\n[run]\nsetup = \"x\"\n",
+        "[run]\ndependency_dirs = [" + repeat("\"a.b\", ", 200) + "\"c\"]\n",
+        "[\"" + repeat("a.", 100) + "\"]\nx = 1\n", "\"" + repeat("a.", 100) + "\" = 1\n",
+        "x = [" + repeat("[1, [2]], ", 1000) + "3]\n", "x = {" + repeat("a.b = 1, ", 1) + "c = {d = [1, {e = 2}]}}\n",
+        repeat("[[gate]]\ncommand = \"a.b.c\"\ntimeout = 5\n", 200)}) {
+    Config config;
+    const auto problems = merge_user(config, text);
+    INFO(text.substr(0, 200) << "\n" << messages(problems));
+    CHECK_FALSE(has_problem_with(problems, "nested"));
+  }
+}
+
+TEST_CASE("a configuration document is capped at 1 MiB") {
+  std::string at_cap = "[run]\nsetup = \"x\"\n";
+  at_cap += std::string(mullet::config::max_file_bytes - at_cap.size() - 1, '#') + "\n";
+  REQUIRE(at_cap.size() == mullet::config::max_file_bytes);
+  {
+    Config config;
+    const auto problems = merge_user(config, at_cap);
+    INFO(messages(problems));
+    CHECK(problems.empty());
+    CHECK(config.string("run.setup") == "x");
+  }
+  expect_one_usage_problem(at_cap + "\n", {"user.toml: is 1048577 bytes long; at most 1048576"});
 }
