@@ -23,7 +23,10 @@ config::Config load_config(const git::Repository* repo, const std::optional<git_
   const auto location = config::user_config_location();
   std::optional<std::string> user_text;
   try {
-    user_text = util::read_regular_file_if_exists(location.path, config::max_file_bytes);
+    // /dev/null, as for GIT_CONFIG_GLOBAL, says "no user config"; every other
+    // non-regular file is refused.
+    user_text = location.path == "/dev/null" ? std::string()
+                                             : util::read_regular_file_if_exists(location.path, config::max_file_bytes);
   } catch (const Error& error) {
     throw usage_error(std::string("cannot read your config file: ") + error.what());
   }

@@ -155,7 +155,10 @@ std::optional<Value> convert(const toml::node& node, Kind kind) {
       if (node.is_boolean()) return Value(*node.value<bool>());
       return std::nullopt;
     case Kind::number:
-      if (node.is_integer() || node.is_floating_point()) return Value(*node.value<double>());
+      // toml++ gives an empty optional for an integer beyond 2^53 asked as a
+      // double: convert here, so a huge integer is a huge number, out of range.
+      if (node.is_integer()) return Value(static_cast<double>(*node.value<std::int64_t>()));
+      if (node.is_floating_point()) return Value(*node.value<double>());
       return std::nullopt;
     case Kind::list: {
       const auto* array = node.as_array();

