@@ -466,10 +466,13 @@ test_a_star_grant_never_reaches_the_host() {
   # link-local (cloud metadata) and unspecified addresses is refused before
   # any connection is tried.
   grant_config "" '"*", "127.0.0.1:'"$CONTROL"'"'
-  local targets=(127.0.0.1 "[::1]" "[::ffff:127.0.0.1]" 0.0.0.0 127.1 2130706433 0x7f000001 127.0.0.2
-    localhost LOCALHOST localhost. sub.localhost 10.0.0.1 172.16.0.1 192.168.0.1 169.254.169.254 100.64.0.1 "[fe80::1]")
+  local targets=(127.0.0.1 "[::1]" "[::ffff:127.0.0.1]" "[::127.0.0.1]" "[64:ff9b::7f00:1]" "[2002:7f00:1::]"
+    0.0.0.0 127.0.0.2 localhost LOCALHOST localhost. sub.localhost 10.0.0.1 172.16.0.1 192.168.0.1 169.254.169.254
+    100.64.0.1 "[fe80::1]")
+  # Spellings that are no host at all (net/grant.hpp): malformed requests.
+  local malformed=(127.1 2130706433 0x7f000001 017700000001 ::ffff:127.0.0.1)
   local cmd="" target
-  for target in "${targets[@]}"; do cmd="$cmd python3 net.py connect tcp $target $HTTP 10;"; done
+  for target in "${targets[@]}" "${malformed[@]}"; do cmd="$cmd python3 net.py connect tcp $target $HTTP 10;"; done
   run_job -m star --command "{ $cmd
     python3 net.py get http://127.0.0.1:$HTTP/data.txt got.txt
     python3 net.py connect tcp 127.0.0.1 $CONTROL 100; } >report"
@@ -480,8 +483,12 @@ test_a_star_grant_never_reaches_the_host() {
   for target in "${targets[@]}"; do
     assert_contains "$report" "connect tcp $target $HTTP 10 -> status 403 " "$target"
   done
+  for target in "${malformed[@]}"; do
+    assert_contains "$report" "connect tcp $target $HTTP 10 -> status 400 " "$target"
+  done
   assert_matches "$report" "get http://127.0.0.1:$HTTP/data.txt got.txt -> error HTTPError.*403" "absolute-URI GET"
-  assert_eq "$(decisions 0 | jq -s 'map(select(.allowed == false)) | length')" "$((${#targets[@]} + 1))" "refusals in the record"
+  assert_eq "$(decisions 0 | jq -s 'map(select(.allowed == false)) | length')" \
+    "$((${#targets[@]} + ${#malformed[@]} + 1))" "refusals in the record"
   assert_eq "$(decisions 0 | jq -c 'select(.host == "169.254.169.254") | [.allowed, .reason]')" \
     '[false,"resolves to a link-local address 169.254.169.254"]' "the metadata address's decision"
   wait_closes CONTROL 1
