@@ -36,6 +36,7 @@ asio::ip::address_v4 v4_at(const asio::ip::address_v6::bytes_type& bytes, std::s
 std::string restricted_v6_kind(const asio::ip::address_v6& address) {
   const auto bytes = address.to_bytes();
   // Whether the address is in prefix/bits, the prefix given as its leading bytes.
+  // (the prefix lists at least bits/8 rounded up bytes).
   const auto in = [&bytes](std::initializer_list<unsigned char> prefix, std::size_t bits) {
     std::size_t i = 0;
     for (const unsigned char byte : prefix) {
@@ -63,10 +64,10 @@ std::string restricted_v6_kind(const asio::ip::address_v6& address) {
     if (kind.empty()) kind = restricted_v4_kind(v4_at(bytes, 4));
     return kind;
   }
-  if (in({0x20, 0x01, 0x0d, 0xb8}, 32) || in({0x3f, 0xff}, 20)) return "documentation";
+  if (in({0x20, 0x01, 0x0d, 0xb8}, 32) || in({0x3f, 0xff, 0x00}, 20)) return "documentation";
   // The rest of the IETF protocol assignments (benchmarking, ORCHID, ...) and
   // SRv6 segment identifiers are not destinations on the internet.
-  if (in({0x20, 0x01}, 23) || in({0x5f, 0x00}, 16)) return "reserved";
+  if (in({0x20, 0x01, 0x00}, 23) || in({0x5f, 0x00}, 16)) return "reserved";
   if (in({0xfe, 0x80}, 10)) return "link-local";
   if (in({0xfe, 0xc0}, 10)) return "private";  // site-local, deprecated
   if (in({0xfc}, 7)) return "private";         // unique local
