@@ -9,6 +9,7 @@
 
 #include <toml++/toml.h>
 
+#include "net/grant.hpp"
 #include "util/strings.hpp"
 
 namespace mullet::config {
@@ -174,22 +175,34 @@ std::optional<Value> convert(const toml::node& node, Kind kind) {
   return std::nullopt;
 }
 
-bool valid_destination(const std::string& item) {
-  if (item == "*") return true;
-  const auto colon = item.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  const std::string port = item.substr(colon + 1);
-  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return false;
-  const long number = std::strtol(port.c_str(), nullptr, 10);
-  return number >= 1 && number <= 65535;
+// Why a repository's grant would widen the user's list; empty when it does
+// not. "*" reaches public destinations only, and only a grant naming an
+// address exactly reaches a restricted one, so a repository that names an
+// address (the host's own, a private network's, cloud metadata) widens any
+// list; it may only pick host names the user's list covers.
+std::string repo_grant_widens(const std::string& item, const std::vector<std::string>& allowed) {
+  if (net::grant_names_an_address(item)) return "names an address; a repository may name host names only";
+  const auto grant = net::parse_grant(item);
+  if (!grant) return "is not a grant";
+  if (grant->kind == net::Grant::Kind::name && net::is_localhost_name(grant->destination)) {
+    return "names the host's loopback; a repository may name public host names only";
+  }
+  for (const auto& mine : allowed) {
+    const auto granted = net::parse_grant(mine);
+    if (!granted) continue;
+    if (granted->kind == net::Grant::Kind::anywhere ||
+        (grant->kind == net::Grant::Kind::name && granted->allows(grant->destination))) {
+      return {};
+    }
+  }
+  return "is not in your user config";
 }
 
-// Whether a host:port grant names an address rather than a host name (IPv6 in
-// brackets, or anything starting with a digit: 127.1, 0x7f.1 and the like).
-bool names_an_address(const std::string& grant) {
-  const auto colon = grant.rfind(':');
-  const std::string host = colon == std::string::npos ? grant : grant.substr(0, colon);
-  return !host.empty() && (host[0] == '[' || (host[0] >= '0' && host[0] <= '9'));
+bool names_an_address(const std::string& key, const Value& value) {
+  if (key != "network.setup" && key != "network.worker") return false;
+  const auto& items = std::get<std::vector<std::string>>(value);
+  return std::any_of(items.begin(), items.end(),
+                     [](const std::string& item) { return net::grant_names_an_address(item); });
 }
 
 double numeric(const Value& value) {
@@ -251,7 +264,9 @@ std::string validate(const KeySpec& spec, const Value& value) {
   }
   if (key == "network.setup" || key == "network.worker") {
     for (const auto& item : std::get<std::vector<std::string>>(value)) {
-      if (!valid_destination(item)) return "'" + item + "' is not host:port (or \"*\")";
+      if (const auto grant = net::parse_grant(item); !grant) {
+        return "'" + item + "' is not host:port (or \"*\"): " + grant.error().what();
+      }
     }
   }
   return {};
@@ -534,7 +549,9 @@ std::vector<Problem> Config::merge_toml(const std::string& text, const std::stri
         malformed(where + ": must be " + kind_name(spec->kind));
         continue;
       }
-      if (auto message = validate(*spec, *value); !message.empty()) {
+      // A repository's grant that names an address is refused as such below,
+      // however malformed its spelling: the intent is what it is refused for.
+      if (auto message = validate(*spec, *value); !message.empty() && !(from_repo && names_an_address(key, *value))) {
         malformed(where + ": " + message);
         continue;
       }
@@ -549,13 +566,14 @@ std::vector<Problem> Config::merge_toml(const std::string& text, const std::stri
           const auto& allowed = std::get<std::vector<std::string>>(current.value);
           bool widened = false;
           for (const auto& item : std::get<std::vector<std::string>>(*value)) {
-            // "*" means any public destination; an address (which may be the
-            // host's own, a private network's, or cloud metadata) is covered
-            // only when the user lists it exactly.
-            const bool star_covers = !(key.rfind("network.", 0) == 0 && names_an_address(item));
-            const bool listed = std::find(allowed.begin(), allowed.end(), item) != allowed.end() ||
-                                (star_covers && std::find(allowed.begin(), allowed.end(), "*") != allowed.end());
-            if (!listed) {
+            if (key.rfind("network.", 0) == 0) {
+              if (const auto why = repo_grant_widens(item, allowed); !why.empty()) {
+                problems.push_back({ExitCode::refused, widen + "may only narrow this list; '" + item + "' " + why});
+                widened = true;
+              }
+              continue;
+            }
+            if (std::find(allowed.begin(), allowed.end(), item) == allowed.end()) {
               problems.push_back(
                   {ExitCode::refused, widen + "may only narrow this list; '" + item + "' is not in your user config"});
               widened = true;

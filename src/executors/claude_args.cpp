@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "net/grant.hpp"
 #include "util/strings.hpp"
 
 namespace mullet::executors::claude {
@@ -172,36 +173,13 @@ Result<Endpoint> parse_endpoint(const std::string& url) {
   if (endpoint.scheme.empty()) return bad("it must start with https:// or http://");
   rest = rest.substr(0, rest.find_first_of("/?#"));
   if (rest.find('@') != std::string::npos) return bad("credentials do not belong in the URL");
-  std::string port_text;
-  bool has_port = false;
-  if (!rest.empty() && rest.front() == '[') {
-    const auto close = rest.find(']');
-    if (close == std::string::npos) return bad("unclosed [ in the host");
-    endpoint.host = rest.substr(1, close - 1);
-    const std::string after = rest.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') return bad("unexpected text after the host");
-      port_text = after.substr(1);
-      has_port = true;
-    }
-  } else {
-    const auto colon = rest.find(':');
-    endpoint.host = rest.substr(0, colon);
-    if (colon != std::string::npos) {
-      port_text = rest.substr(colon + 1);
-      has_port = true;
-    }
-  }
-  if (endpoint.host.empty()) return bad("it names no host");
-  for (char& c : endpoint.host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (!has_port) {
-    endpoint.port = endpoint.scheme == "https" ? 443 : 80;
-  } else {
-    if (port_text.empty() || port_text.size() > 5 || !std::all_of(port_text.begin(), port_text.end(), ::isdigit))
-      return bad("bad port");
-    endpoint.port = std::stoi(port_text);
-    if (endpoint.port < 1 || endpoint.port > 65535) return bad("bad port");
-  }
+  if (rest.empty()) return bad("it names no host");
+  // The same grammar as every grant, so the endpoint's grant is exactly the
+  // destination the worker's requests name.
+  const auto destination = net::parse_destination(rest, endpoint.scheme == "https" ? 443 : 80);
+  if (!destination) return bad(destination.error().what());
+  endpoint.host = destination->host;
+  endpoint.port = destination->port;
   return endpoint;
 }
 

@@ -19,6 +19,8 @@
 #include <spdlog/spdlog.h>
 #include <asio.hpp>
 
+#include "net/address.hpp"
+#include "net/grant.hpp"
 #include "sandbox/relay.hpp"
 #include "util/clock.hpp"
 #include "util/error.hpp"
@@ -36,7 +38,6 @@ using unix_stream = asio::local::stream_protocol;
 constexpr auto linger_time = std::chrono::milliseconds(1000);
 constexpr std::size_t max_linger_bytes = 64 * 1024;
 constexpr std::size_t max_method_length = 16;
-constexpr std::size_t max_host_length = 253;
 
 std::string lower(std::string_view text) {
   std::string lowered(text);
@@ -49,101 +50,6 @@ std::string lower(std::string_view text) {
 bool is_tchar(char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
   return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-bool is_host_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
-}
-
-// Lower case, one trailing dot dropped ("example.com." is "example.com").
-std::string normalize_host(std::string_view host) {
-  if (host.size() > 1 && host.back() == '.') host.remove_suffix(1);
-  return lower(host);
-}
-
-std::optional<asio::ip::address> as_address(const std::string& host) {
-  asio::error_code error;
-  const auto address = asio::ip::make_address(host, error);
-  if (error) return std::nullopt;
-  return address;
-}
-
-bool same_host(const std::string& a, const std::string& b) {
-  const auto address_a = as_address(a);
-  const auto address_b = as_address(b);
-  if (address_a && address_b) return *address_a == *address_b;
-  return normalize_host(a) == normalize_host(b);
-}
-
-// "localhost" and everything under it are loopback by definition (RFC 6761),
-// whatever a resolver says.
-bool is_localhost_name(const std::string& host) {
-  const auto name = normalize_host(host);
-  return name == "localhost" || (name.size() > 10 && name.ends_with(".localhost"));
-}
-
-std::optional<int> parse_port(std::string_view text) {
-  if (text.empty() || text.size() > 5) return std::nullopt;
-  int port = 0;
-  for (const char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    port = port * 10 + (c - '0');
-  }
-  if (port < 1 || port > 65535) return std::nullopt;
-  return port;
-}
-
-struct HostPort {
-  std::string host;
-  int port = 0;
-};
-
-// The authority of a request target: "host:port", "[v6]:port", or without the
-// port when `default_port` is not 0. Host names are letters, digits, '.', '-'
-// and '_' only: no userinfo, no percent-encoding, no IPv6 zone.
-std::optional<HostPort> parse_authority(std::string_view text, int default_port) {
-  std::string_view host;
-  std::optional<std::string_view> port_text;
-  if (!text.empty() && text.front() == '[') {
-    const auto close = text.find(']');
-    if (close == std::string_view::npos) return std::nullopt;
-    host = text.substr(1, close - 1);
-    const auto rest = text.substr(close + 1);
-    if (!rest.empty()) {
-      if (rest.front() != ':') return std::nullopt;
-      port_text = rest.substr(1);
-    }
-    asio::error_code error;
-    asio::ip::make_address_v6(std::string(host), error);
-    if (error || host.find('%') != std::string_view::npos) return std::nullopt;
-  } else {
-    const auto colon = text.find(':');
-    host = text.substr(0, colon);
-    if (colon != std::string_view::npos) port_text = text.substr(colon + 1);
-    if (host.empty() || host.size() > max_host_length || !std::all_of(host.begin(), host.end(), is_host_char)) {
-      return std::nullopt;
-    }
-  }
-  int port = default_port;
-  if (port_text) {
-    const auto parsed = parse_port(*port_text);
-    if (!parsed) return std::nullopt;
-    port = *parsed;
-  }
-  if (port == 0) return std::nullopt;
-  return HostPort{normalize_host(host), port};
-}
-
-// A grant: "host:port", "[v6]:port", or a bare IPv6 literal followed by
-// ":port" (split at the last colon).
-std::optional<HostPort> parse_grant(std::string_view grant) {
-  const auto text = util::trim(grant);
-  if (!text.empty() && text.front() == '[') return parse_authority(text, 0);
-  const auto colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0) return std::nullopt;
-  const auto port = parse_port(std::string_view(text).substr(colon + 1));
-  if (!port) return std::nullopt;
-  return HostPort{normalize_host(std::string_view(text).substr(0, colon)), *port};
 }
 
 // The request line alone: METHOD SP target SP HTTP/1.x, the target either
@@ -170,7 +76,7 @@ std::optional<RequestHead> interpret_request_line(std::string_view line) {
   RequestHead head;
   head.method = std::string(method);
   if (method == "CONNECT") {
-    const auto authority = parse_authority(target, 0);
+    const auto authority = net::parse_destination(target, 0);
     if (!authority) return std::nullopt;
     head.host = authority->host;
     head.port = authority->port;
@@ -180,7 +86,7 @@ std::optional<RequestHead> interpret_request_line(std::string_view line) {
   if (target.size() <= scheme.size() || lower(target.substr(0, scheme.size())) != scheme) return std::nullopt;
   const auto rest = target.substr(scheme.size());
   const auto authority_end = rest.find_first_of("/?#");
-  const auto authority = parse_authority(rest.substr(0, authority_end), 80);
+  const auto authority = net::parse_destination(rest.substr(0, authority_end), 80);
   if (!authority) return std::nullopt;
   std::string path = authority_end == std::string_view::npos ? "/" : std::string(rest.substr(authority_end));
   if (const auto fragment = path.find('#'); fragment != std::string::npos) path.resize(fragment);
@@ -211,54 +117,16 @@ bool plausible_head_prefix(std::string_view received) {
   return interpret_request_line(received.substr(0, line_end - 1)).has_value();
 }
 
+// A request's host and port as net::parse_destination read them (the host is
+// its canonical text, IPv6 without brackets), read again.
+Result<net::Destination> request_target(const std::string& host, int port) {
+  auto target = net::parse_host(host.find(':') != std::string::npos ? "[" + host + "]" : host);
+  if (target) target->port = port;
+  return target;
+}
+
 const char* article(const std::string& word) {
   return !word.empty() && std::string_view("aeiou").find(word.front()) != std::string_view::npos ? "an" : "a";
-}
-
-std::string restricted_v4_kind(const asio::ip::address_v4& address) {
-  const std::uint32_t value = address.to_uint();
-  const auto in = [value](std::uint32_t network, int prefix) {
-    const std::uint32_t mask = prefix == 0 ? 0U : ~std::uint32_t{0} << (32 - prefix);
-    return (value & mask) == network;
-  };
-  if (value == 0) return "unspecified";
-  if (in(0x00000000U, 8)) return "unspecified";  // "this network"
-  if (in(0x7F000000U, 8)) return "loopback";
-  if (in(0x0A000000U, 8) || in(0xAC100000U, 12) || in(0xC0A80000U, 16)) return "private";
-  if (in(0xA9FE0000U, 16)) return "link-local";
-  if (in(0x64400000U, 10)) return "carrier-grade NAT";
-  if (in(0xC0000000U, 24) || in(0xC6120000U, 15)) return "reserved";  // IETF protocol assignments, benchmarking
-  if (in(0xE0000000U, 4)) return "multicast";
-  if (value == 0xFFFFFFFFU) return "broadcast";
-  if (in(0xF0000000U, 4)) return "reserved";
-  return {};
-}
-
-asio::ip::address_v4 v4_from(const asio::ip::address_v6::bytes_type& bytes, std::size_t offset) {
-  return asio::ip::address_v4(
-      asio::ip::address_v4::bytes_type{bytes[offset], bytes[offset + 1], bytes[offset + 2], bytes[offset + 3]});
-}
-
-std::string restricted_v6_kind(const asio::ip::address_v6& address) {
-  const auto bytes = address.to_bytes();
-  const auto starts_with = [&bytes](std::initializer_list<unsigned char> prefix) {
-    return std::equal(prefix.begin(), prefix.end(), bytes.begin());
-  };
-  if (address.is_unspecified()) return "unspecified";
-  if (address.is_loopback()) return "loopback";
-  if (address.is_v4_mapped()) return restricted_v4_kind(v4_from(bytes, 12));
-  if (starts_with({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})) return "reserved";  // IPv4-compatible, deprecated
-  if (starts_with({0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0})) {       // NAT64 64:ff9b::/96
-    return restricted_v4_kind(v4_from(bytes, 12));
-  }
-  if (starts_with({0x00, 0x64, 0xff, 0x9b, 0x00, 0x01})) return "private";      // local-use NAT64 64:ff9b:1::/48
-  if (starts_with({0x20, 0x02})) return restricted_v4_kind(v4_from(bytes, 2));  // 6to4 2002::/16
-  if (starts_with({0x01, 0x00, 0, 0, 0, 0, 0, 0})) return "reserved";           // discard-only 100::/64
-  if (bytes[0] == 0xfe && (bytes[1] & 0xc0U) == 0x80) return "link-local";
-  if (bytes[0] == 0xfe && (bytes[1] & 0xc0U) == 0xc0) return "private";  // site-local, deprecated
-  if ((bytes[0] & 0xfeU) == 0xfc) return "private";                      // unique local fc00::/7
-  if (bytes[0] == 0xff) return "multicast";
-  return {};
 }
 
 using relay::set_close_on_exec;
@@ -277,29 +145,20 @@ class Session;
 // Pure helpers
 
 bool grant_allows(const std::vector<std::string>& grants, const std::string& host, int port) {
-  for (const auto& grant : grants) {
-    if (util::trim(grant) == "*") return true;
-    const auto parsed = parse_grant(grant);
-    if (parsed && parsed->port == port && same_host(parsed->host, host)) return true;
-  }
-  return false;
+  const auto target = request_target(host, port);
+  if (!target) return false;
+  return std::any_of(grants.begin(), grants.end(), [&target](const std::string& text) {
+    const auto grant = net::parse_grant(text);
+    return grant && grant->allows(*target);
+  });
 }
 
 bool grant_names_address(const std::vector<std::string>& grants, const asio::ip::address& address, int port) {
-  for (const auto& grant : grants) {
-    const auto parsed = parse_grant(grant);
-    if (!parsed || parsed->port != port) continue;
-    if (const auto granted = as_address(parsed->host); granted && *granted == address) return true;
-  }
-  return false;
-}
-
-std::string restricted_address_kind(const asio::ip::address& address) {
-  return address.is_v4() ? restricted_v4_kind(address.to_v4()) : restricted_v6_kind(address.to_v6());
-}
-
-bool is_restricted_address(const asio::ip::address& address) {
-  return !restricted_address_kind(address).empty();
+  return std::any_of(grants.begin(), grants.end(), [&](const std::string& text) {
+    const auto grant = net::parse_grant(text);
+    return grant && grant->kind == net::Grant::Kind::address && grant->destination.port == port &&
+           *grant->destination.address == address;
+  });
 }
 
 std::optional<RequestHead> parse_request_head(std::string_view head) {
@@ -349,8 +208,7 @@ std::optional<RequestHead> parse_request_head(std::string_view head) {
   static const std::vector<std::string> dropped = {
       "connection", "proxy-connection", "keep-alive", "proxy-authorization", "proxy-authenticate",
       "te",         "upgrade",          "host"};
-  const bool v6 = request->host.find(':') != std::string::npos;
-  std::string host_value = v6 ? "[" + request->host + "]" : request->host;
+  std::string host_value = request->host.find(':') != std::string::npos ? "[" + request->host + "]" : request->host;
   if (request->port != 80) host_value += ":" + std::to_string(request->port);
   std::string upstream = request->origin_line + "\r\nHost: " + host_value + "\r\n";
   for (const auto& [name, value] : headers) {
@@ -520,9 +378,11 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!grant_allows(m_proxy.grants, m_request.host, m_request.port)) {
       return refuse(403, "Forbidden", "not on the allow list", false);
     }
-    if (is_localhost_name(m_request.host)) return refuse(403, "Forbidden", "localhost is a loopback name", false);
-    if (const auto literal = as_address(m_request.host)) {
-      return connect({tcp::endpoint(*literal, static_cast<unsigned short>(m_request.port))});
+    const auto target = request_target(m_request.host, m_request.port);
+    if (!target) return refuse(400, "Bad Request", "malformed request", false);
+    if (net::is_localhost_name(*target)) return refuse(403, "Forbidden", "localhost is a loopback name", false);
+    if (target->address) {
+      return connect({tcp::endpoint(*target->address, static_cast<unsigned short>(m_request.port))});
     }
     m_resolver.async_resolve(
         m_request.host, std::to_string(m_request.port), tcp::resolver::numeric_service,
@@ -542,7 +402,7 @@ class Session : public std::enable_shared_from_this<Session> {
     std::vector<tcp::endpoint> permitted;
     std::string refusal;
     for (const auto& endpoint : endpoints) {
-      const auto kind = restricted_address_kind(endpoint.address());
+      const auto kind = net::restricted_address_kind(endpoint.address());
       if (kind.empty() || grant_names_address(m_proxy.grants, endpoint.address(), m_request.port)) {
         permitted.push_back(endpoint);
       } else if (refusal.empty()) {

@@ -4,10 +4,11 @@
 // on a unix socket that is bound into the sandbox (where sandbox/bridge.hpp
 // turns it back into 127.0.0.1:<port>), and speaks just enough HTTP/1.1 proxy
 // to learn each destination: CONNECT host:port, and absolute-URI requests for
-// plain http. Only the phase's grants get through. It resolves names itself
-// and refuses addresses of the host or its networks (loopback, private,
-// link-local, ...), so a grant of a name can never reach them; only a grant
-// naming that exact address can (tests use "127.0.0.1:<port>").
+// plain http. Only the phase's grants get through (net/grant.hpp reads both
+// the grants and the request's authority). It resolves names itself and
+// refuses addresses of the host or its networks (net/address.hpp), so a grant
+// of a name can never reach them; only a grant naming that exact address can
+// (tests use "127.0.0.1:<port>"), and only the user's config can name one.
 //
 // Bounded by construction: one fixed buffer per request head and per relay
 // direction, a deadline for the head and for the upstream connection, a cap on
@@ -72,8 +73,8 @@ struct RequestHead {
 
 class EgressProxy {
  public:
-  // `grants`: "host:port" ("[v6]:port" for IPv6 literals) or "*" (anywhere
-  // but the restricted addresses). Nothing happens until start().
+  // `grants`: as net::parse_grant reads them ("*" is anywhere but the
+  // restricted addresses of net/address.hpp). Nothing happens until start().
   EgressProxy(std::vector<std::string> grants, std::string socket_path, ProxyOptions options = {});
   EgressProxy(const EgressProxy&) = delete;
   EgressProxy& operator=(const EgressProxy&) = delete;
@@ -100,19 +101,11 @@ class EgressProxy {
   std::unique_ptr<Impl> m_impl;
 };
 
-// Pure: whether a grant names host:port (host case-insensitive, one trailing
-// dot ignored, IP literals compared as addresses; "*" matches everything).
-// Says nothing about what the host resolves to.
+// Pure: whether a grant (net/grant.hpp) names host:port; "*" matches
+// everything. Says nothing about what the host resolves to.
 bool grant_allows(const std::vector<std::string>& grants, const std::string& host, int port);
 // Pure: whether a grant is exactly this address and port ("*" never is).
 bool grant_names_address(const std::vector<std::string>& grants, const asio::ip::address& address, int port);
-
-// Pure: what kind of restricted address this is ("loopback", "private",
-// "link-local", "unspecified", "carrier-grade NAT", "multicast", "broadcast",
-// "reserved"); empty for an ordinary public address. IPv6 forms that embed an
-// IPv4 address (mapped, 6to4, NAT64) are judged by that address.
-std::string restricted_address_kind(const asio::ip::address& address);
-bool is_restricted_address(const asio::ip::address& address);
 
 // Pure: a complete request head (ending in an empty line) sent to a proxy:
 // CONNECT host:port, or METHOD http://host[:port]/path. Nothing else (origin

@@ -5,8 +5,8 @@
 # proxy's own socket refuses the same), nothing is left running or listening
 # when the job ends, dependency directories setup created are read-only for the
 # worker and left out of the result, the repository's .mullet.toml can only
-# narrow the grants (also under "*", which never covers the host's own
-# addresses), and --dry-run shows them.
+# narrow the grants, to host names (never an address, in any spelling, not
+# even under "*" or one the user lists), and --dry-run shows them.
 #
 # Everything stays on loopback: the servers here bind 127.0.0.1 on an
 # ephemeral port, live at most 120 s and are killed when their test ends.
@@ -466,10 +466,13 @@ test_a_star_grant_never_reaches_the_host() {
   # link-local (cloud metadata) and unspecified addresses is refused before
   # any connection is tried.
   grant_config "" '"*", "127.0.0.1:'"$CONTROL"'"'
-  local targets=(127.0.0.1 "[::1]" "[::ffff:127.0.0.1]" 0.0.0.0 127.1 2130706433 0x7f000001 127.0.0.2
-    localhost LOCALHOST localhost. sub.localhost 10.0.0.1 172.16.0.1 192.168.0.1 169.254.169.254 100.64.0.1 "[fe80::1]")
+  local targets=(127.0.0.1 "[::1]" "[::ffff:127.0.0.1]" "[::127.0.0.1]" "[64:ff9b::7f00:1]" "[2002:7f00:1::]"
+    0.0.0.0 127.0.0.2 localhost LOCALHOST localhost. sub.localhost 10.0.0.1 172.16.0.1 192.168.0.1 169.254.169.254
+    100.64.0.1 "[fe80::1]")
+  # Spellings that are no host at all (net/grant.hpp): malformed requests.
+  local malformed=(127.1 2130706433 0x7f000001 017700000001 ::ffff:127.0.0.1)
   local cmd="" target
-  for target in "${targets[@]}"; do cmd="$cmd python3 net.py connect tcp $target $HTTP 10;"; done
+  for target in "${targets[@]}" "${malformed[@]}"; do cmd="$cmd python3 net.py connect tcp $target $HTTP 10;"; done
   run_job -m star --command "{ $cmd
     python3 net.py get http://127.0.0.1:$HTTP/data.txt got.txt
     python3 net.py connect tcp 127.0.0.1 $CONTROL 100; } >report"
@@ -480,8 +483,12 @@ test_a_star_grant_never_reaches_the_host() {
   for target in "${targets[@]}"; do
     assert_contains "$report" "connect tcp $target $HTTP 10 -> status 403 " "$target"
   done
+  for target in "${malformed[@]}"; do
+    assert_contains "$report" "connect tcp $target $HTTP 10 -> status 400 " "$target"
+  done
   assert_matches "$report" "get http://127.0.0.1:$HTTP/data.txt got.txt -> error HTTPError.*403" "absolute-URI GET"
-  assert_eq "$(decisions 0 | jq -s 'map(select(.allowed == false)) | length')" "$((${#targets[@]} + 1))" "refusals in the record"
+  assert_eq "$(decisions 0 | jq -s 'map(select(.allowed == false)) | length')" \
+    "$((${#targets[@]} + ${#malformed[@]} + 1))" "refusals in the record"
   assert_eq "$(decisions 0 | jq -c 'select(.host == "169.254.169.254") | [.allowed, .reason]')" \
     '[false,"resolves to a link-local address 169.254.169.254"]' "the metadata address's decision"
   wait_closes CONTROL 1
@@ -856,19 +863,31 @@ test_the_repository_may_only_narrow_the_grants() {
   expect_exit 3 git mullet run -q -m widen --setup 'touch setup-ran' --command "$cmd"
   assert_contains "$ERR" "may only narrow"
   assert_eq "$(git for-each-ref refs/mullet | wc -l)" 0 "jobs created"
-  # Narrowing to one of the two: that one works, the other is refused.
+  # Naming one of the user's addresses exactly is refused too: a repository
+  # may name host names only.
   printf '[network]\nworker = ["127.0.0.1:%s"]\n' "$HTTP" >.mullet.toml
+  git commit -qam "an address"
+  expect_exit 3 git mullet run -q -m address --command "$cmd"
+  assert_contains "$ERR" "'127.0.0.1:$HTTP' names an address"
+  assert_eq "$(git for-each-ref refs/mullet | wc -l)" 0 "jobs created"
+  # Narrowing to one host name of the user's: only that one is granted (it
+  # does not resolve here, so the proxy lets it through and then fails).
+  grant_config "" "\"127.0.0.1:$HTTP\", \"127.0.0.1:$ECHO\", \"mullet-test.invalid:$ECHO\""
+  printf '[network]\nworker = ["Mullet-Test.invalid.:%s"]\n' "$ECHO" >.mullet.toml
   git commit -qam narrow
-  run_job -m narrow --command "$cmd"
+  run_job -m narrow --command "$cmd; python3 net.py connect tcp mullet-test.invalid $ECHO 10 >>report"
   [ "$RUN_CODE" = 0 ] || fail "the narrowed job failed ($RUN_CODE): $JOB_JSON"
   result_file ran >/dev/null
   local report
   report="$(result_file report)"
-  assert_contains "$report" "-> ok 8" "the kept grant"
-  assert_contains "$report" "connect tcp 127.0.0.1 $ECHO 10 -> status 403" "the dropped grant"
-  assert_eq "$(json_get "$JOB_JSON" '.phases[0].grants')" "[\"127.0.0.1:$HTTP\"]" "grants in the record"
-  assert_eq "$(decisions 0 | jq -c 'select(.allowed | not) | [.port, .reason]')" "[$ECHO,\"not on the allow list\"]" "the refusal"
-  assert_eq "$(accepts ECHO)" 0 "connections to the dropped grant"
+  assert_matches "$report" "get http://127.0.0.1:$HTTP/data.txt got.txt -> error HTTPError.*403" "a dropped grant"
+  assert_contains "$report" "connect tcp 127.0.0.1 $ECHO 10 -> status 403" "a dropped grant"
+  assert_contains "$report" "connect tcp mullet-test.invalid $ECHO 10 -> status 502" "the kept grant"
+  assert_eq "$(json_get "$JOB_JSON" '.phases[0].grants')" "[\"Mullet-Test.invalid.:$ECHO\"]" "grants in the record"
+  assert_eq "$(decisions 0 | jq -sc 'map([.host, .port, .allowed, (.reason | split(":")[0])])')" \
+    "[[\"127.0.0.1\",$HTTP,false,\"not on the allow list\"],[\"127.0.0.1\",$ECHO,false,\"not on the allow list\"],[\"mullet-test.invalid\",$ECHO,true,\"cannot resolve\"]]" \
+    "the decisions"
+  assert_eq "$(accepts HTTP)$(accepts ECHO)" 00 "connections"
   # Narrowing to nothing: no proxy at all.
   printf '[network]\nworker = []\n' >.mullet.toml
   git commit -qam "no network"
@@ -878,42 +897,64 @@ test_the_repository_may_only_narrow_the_grants() {
   assert_eq "$(json_get "$JOB_JSON" '.phases[0].grants')" '[]' "grants in the record"
 }
 
-test_a_repository_cannot_turn_star_into_a_host_address() {
+test_a_repository_never_names_an_address() {
   start_server echo ECHO
+  probe_from_host "$ECHO" ECHO
   net_repo repo
   cd repo
-  # "*" is any destination *but* loopback, private and link-local ones; only
-  # a grant naming such an address exactly reaches it. So a repository that
-  # names one under the user's "*" widens the grant, and must be refused.
-  grant_config "" '"*"'
-  # The positive control: narrowing "*" to an ordinary destination is fine.
+  # "*" is any destination *but* loopback, private and link-local ones; only a
+  # grant naming such an address exactly reaches it. So a repository naming
+  # an address, in any spelling, would widen the user's grants: each is
+  # refused before a job exists, and the server on loopback never hears from
+  # the worker (which tries exactly what its grant names).
+  grant_config '"*"' '"*"'
+  # The positive control: narrowing "*" to a host name is fine.
   printf '[network]\nworker = ["example.com:443"]\n' >.mullet.toml
   git add .mullet.toml
   git commit -qm narrow
   expect_exit 0 git mullet run --dry-run --json -m x --command true
   assert_eq "$(json_get "$OUT" '.phases[0].network.grants')" '["example.com:443"]' "narrowed grants"
-  local problems="" target
-  # The host's own addresses, by dry run (nothing connects).
-  for target in "169.254.169.254:80" "10.0.0.1:5432" "[::1]:22"; do
-    printf '[network]\nworker = ["%s"]\n' "$target" >.mullet.toml
-    git commit -qam "$target"
-    local code=0
-    git mullet run --dry-run --json -m x --command true >../dry.json 2>../dry.err || code=$?
-    [ "$code" = 3 ] || problems="$problems
-  - worker = [\"$target\"] under the user's [\"*\"]: exit $code (expected 3), grants $(jq -c '.phases[0].network.grants' ../dry.json 2>/dev/null)"
-  done
-  # And for real: the repository reaches a service on the host's loopback.
+  # key grant CONNECT-target, one per line.
+  local cases="worker ::ffff:127.0.0.1:$ECHO [::ffff:127.0.0.1]
+setup ::ffff:127.0.0.1:$ECHO [::ffff:127.0.0.1]
+worker [::ffff:127.0.0.1]:$ECHO [::ffff:127.0.0.1]
+worker [::127.0.0.1]:$ECHO [::127.0.0.1]
+worker [64:ff9b::7f00:1]:$ECHO [64:ff9b::7f00:1]
+worker [2002:7f00:1::]:$ECHO [2002:7f00:1::]
+worker 127.1:$ECHO 127.1
+worker 2130706433:$ECHO 2130706433
+worker 0x7f000001:$ECHO 0x7f000001
+worker localhost.:$ECHO localhost.
+worker 127.0.0.1:$ECHO 127.0.0.1
+worker 169.254.169.254:80 169.254.169.254
+worker [::1]:22 [::1]
+worker 10.0.0.1:5432 10.0.0.1"
+  local problems="" key grant target setup
+  while read -r key grant target; do
+    printf '[network]\n%s = ["%s"]\n' "$key" "$grant" >.mullet.toml
+    git commit -qam "$grant"
+    setup=()
+    [ "$key" = setup ] && setup=(--setup "python3 net.py connect tcp $target ${grant##*:} 10 >setup-report")
+    run_job -m widen "${setup[@]}" --command "python3 net.py connect tcp $target ${grant##*:} 10 >report" 2>../err
+    if [ "$RUN_CODE" != 3 ] || ! grep -qF "'$grant' names" ../err; then
+      problems="$problems
+  - $key = [\"$grant\"] under the user's [\"*\"]: exit $RUN_CODE (expected 3), grants $(json_get "$JOB_JSON" '.phases | map(.grants)' 2>/dev/null), worker: $(result_file report 2>/dev/null) $(head -c 300 ../err)"
+    fi
+    [ "$(git for-each-ref refs/mullet | wc -l)" = 0 ] || problems="$problems
+  - $key = [\"$grant\"]: a job was created"
+    git for-each-ref --format='%(refname)' refs/mullet | xargs -r -n1 git update-ref -d
+  done <<<"$cases"
+  # The same for an address the user grants exactly, next to "*".
+  grant_config '' "\"127.0.0.1:$ECHO\", \"*\""
   printf '[network]\nworker = ["127.0.0.1:%s"]\n' "$ECHO" >.mullet.toml
-  git commit -qam loopback
-  run_job -m widen --command "python3 net.py connect tcp 127.0.0.1 $ECHO 10 >report" 2>/dev/null
-  if [ "$RUN_CODE" != 3 ]; then
-    problems="$problems
-  - worker = [\"127.0.0.1:$ECHO\"] under the user's [\"*\"]: exit $RUN_CODE (expected 3), grants $(json_get "$JOB_JSON" '.phases[0].grants' 2>/dev/null), worker: $(result_file report 2>/dev/null)"
-  fi
-  sleep 0.2
-  [ "$(accepts ECHO)" = 0 ] || problems="$problems
-  - the loopback server got $(accepts ECHO) connection(s) from the job"
-  [ -z "$problems" ] || fail "the repository's .mullet.toml widened the user's \"*\":$problems"
+  git commit -qam exact
+  run_job -m widen --command "python3 net.py connect tcp 127.0.0.1 $ECHO 10 >report" 2>../err
+  [ "$RUN_CODE" = 3 ] || problems="$problems
+  - worker = [\"127.0.0.1:$ECHO\"] under the user's [\"127.0.0.1:$ECHO\", \"*\"]: exit $RUN_CODE (expected 3)"
+  # Only the host's own probe ever reached the server.
+  [ "$(accepts ECHO)" = 1 ] || problems="$problems
+  - the loopback server got $(($(accepts ECHO) - 1)) connection(s) from the jobs"
+  [ -z "$problems" ] || fail "the repository's .mullet.toml named an address:$problems"
 }
 
 test_dry_run_shows_the_grants() {

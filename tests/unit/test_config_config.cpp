@@ -492,21 +492,53 @@ TEST_CASE("source_name") {
   CHECK(mullet::config::source_name(Source::flag) == "flag");
 }
 
-TEST_CASE("a repository cannot narrow \"*\" to an address") {
-  // "*" reaches public destinations only; naming an address (the host's own,
-  // a private network, cloud metadata) would widen it.
-  Config config;
-  REQUIRE(config.merge_toml("[network]\nworker = [\"*\"]\n", "user.toml", Source::user_file).empty());
-  CHECK(config.merge_toml("[network]\nworker = [\"api.example.com:443\"]\n", "repo", Source::repo_file).empty());
-  for (const char* item : {"127.0.0.1:8080", "169.254.169.254:80", "[::1]:22", "10.0.0.1:5432"}) {
-    Config fresh;
-    REQUIRE(fresh.merge_toml("[network]\nworker = [\"*\"]\n", "user.toml", Source::user_file).empty());
-    const auto problems =
-        fresh.merge_toml(std::string("[network]\nworker = [\"") + item + "\"]\n", "repo", Source::repo_file);
-    INFO(item);
-    REQUIRE(problems.size() == 1);
-    CHECK(problems[0].severity == mullet::ExitCode::refused);
-    CHECK(fresh.list("network.worker") == std::vector<std::string>{"*"});
+TEST_CASE("a repository may never name an address, in any spelling, whatever the user allows") {
+  // "*" reaches public destinations only, and only a grant naming an address
+  // exactly reaches the host's own or its networks': a repository naming an
+  // address would widen any list. Valid literals and malformed spellings of
+  // one alike are refused (exit 3), naming the item.
+  const Strings items = {"127.0.0.1:8080",
+                         "169.254.169.254:80",
+                         "10.0.0.1:5432",
+                         "8.8.8.8:53",
+                         "[::1]:22",
+                         "[::ffff:127.0.0.1]:8080",
+                         "[::127.0.0.1]:8080",
+                         "[64:ff9b::7f00:1]:8080",
+                         "[2002:7f00:1::]:8080",
+                         "[2001:4860:4860::8888]:443",
+                         "::ffff:127.0.0.1:8080",
+                         "::1:22",
+                         "[fe80::1%eth0]:80",
+                         "127.1:8080",
+                         "2130706433:8080",
+                         "0x7f000001:8080",
+                         "017700000001:8080",
+                         "0x7f.1:8080",
+                         "127.0.0.01:8080",
+                         "localhost:8080",
+                         "localhost.:8080",
+                         "LOCALHOST:8080",
+                         "sub.localhost:8080"};
+  for (const auto& item : items) {
+    // Under "*", and under a user list naming that very item.
+    for (const std::string& user : {std::string("\"*\""), "\"" + item + "\", \"*\""}) {
+      Config config;
+      const auto user_problems = merge_user(config, "[network]\nworker = [" + user + "]\n");
+      const bool user_valid = user_problems.empty();
+      if (!user_valid) {  // the user's own config cannot name a malformed one either
+        CHECK(user_problems[0].severity == ExitCode::usage);
+        continue;
+      }
+      const auto before = config.list("network.worker");
+      const auto problems = merge_repo(config, "[network]\nworker = [\"" + item + "\"]\n");
+      INFO(item << " under [" << user << "]: " << messages(problems));
+      REQUIRE(problems.size() == 1);
+      CHECK(problems[0].severity == ExitCode::refused);
+      CHECK(problems[0].message.find("'" + item + "'") != std::string::npos);
+      CHECK(config.list("network.worker") == before);
+      CHECK(config.entry("network.worker").source == Source::user_file);
+    }
   }
 }
 
@@ -812,4 +844,30 @@ TEST_CASE("a configuration document is capped at 1 MiB") {
     CHECK(config.string("run.setup") == "x");
   }
   expect_one_usage_problem(at_cap + "\n", {"user.toml: is 1048577 bytes long; at most 1048576"});
+
+TEST_CASE("a repository may name a host name the user's list covers, in any case, with or without the dot") {
+  Config config;
+  REQUIRE(
+      merge_user(config, "[network]\nworker = [\"Api.Example.com:443\", \"127.0.0.1:80\"]\nsetup = [\"*\"]\n").empty());
+  const auto problems = merge_repo(
+      config, "[network]\nworker = [\"api.example.COM.:443\"]\nsetup = [\"*\", \"registry.npmjs.org:443\"]\n");
+  INFO(messages(problems));
+  CHECK(problems.empty());
+  CHECK(config.list("network.worker") == Strings{"api.example.COM.:443"});
+  CHECK(config.list("network.setup") == Strings{"*", "registry.npmjs.org:443"});
+  // Another port of a listed name is another destination.
+  Config other;
+  REQUIRE(merge_user(other, "[network]\nworker = [\"api.example.com:443\"]\n").empty());
+  const auto refused = merge_repo(other, "[network]\nworker = [\"api.example.com:80\"]\n");
+  REQUIRE(refused.size() == 1);
+  CHECK(refused[0].severity == ExitCode::refused);
+}
+
+TEST_CASE("the user's config is read with the same grammar: no unbracketed IPv6, no odd IPv4") {
+  for (const char* item :
+       {"::ffff:127.0.0.1:8080", "127.1:80", "0x7f000001:80", "exa_mple.com:443", "a.example:0443"}) {
+    INFO(item);
+    expect_one_usage_problem(std::string("[network]\nworker = [\"") + item + "\"]\n", {"network.worker", item});
+  }
+  expect_one_usage_problem("[network]\nworker = [\"::1:80\"]\n", {"brackets"});
 }
