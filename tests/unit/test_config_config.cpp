@@ -747,7 +747,8 @@ TEST_CASE("lists have an item count and an item size cap") {
     }
     expect_one_usage_problem(toml_line(key, make(257)), {"user.toml:2", key, "has 257 items; at most 256"});
     const std::string longest = std::string(4096 - port.size() - 1, 'A') + "0" + port;
-    {
+    // A grant's host name is capped lower (253 bytes) by the grant grammar.
+    if (port.empty()) {
       Config config;
       const auto problems = merge_user(config, toml_line(key, "[" + quoted(longest) + "]"));
       INFO(messages(problems));
@@ -844,6 +845,7 @@ TEST_CASE("a configuration document is capped at 1 MiB") {
     CHECK(config.string("run.setup") == "x");
   }
   expect_one_usage_problem(at_cap + "\n", {"user.toml: is 1048577 bytes long; at most 1048576"});
+}
 
 TEST_CASE("a repository may name a host name the user's list covers, in any case, with or without the dot") {
   Config config;
