@@ -1,5 +1,7 @@
 #include "git/repository.hpp"
 
+#include <cstdlib>
+
 #include "util/error.hpp"
 
 namespace mullet::git {
@@ -12,7 +14,31 @@ std::string strip_slash(std::string path) {
 
 }  // namespace
 
+const std::vector<std::string>& refused_git_environment() {
+  // libgit2 honours some of these and the git we run (whose environment is
+  // built from scratch) none, so honouring them half-way writes records into
+  // one object store and refs into another.
+  static const std::vector<std::string> names = {"GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+                                                 "GIT_INDEX_FILE",       "GIT_COMMON_DIR",
+                                                 "GIT_NAMESPACE",        "GIT_REPLACE_REF_BASE",
+                                                 "GIT_GRAFT_FILE",       "GIT_SHALLOW_FILE",
+                                                 "GIT_QUARANTINE_PATH"};
+  return names;
+}
+
+void check_git_environment() {
+  for (const auto& name : refused_git_environment()) {
+    if (std::getenv(name.c_str()) != nullptr) {
+      throw usage_error(name +
+                            " is set; git mullet does not work with a redirected object store, index, refs or "
+                            "history",
+                        "unset " + name + " (see ENVIRONMENT in git-mullet(1))");
+    }
+  }
+}
+
 Repository Repository::discover(const std::string& start_dir) {
+  check_git_environment();
   initialise_libgit2();
   git_repository* raw = nullptr;
   const int rc = git_repository_open_ext(&raw, start_dir.c_str(), GIT_REPOSITORY_OPEN_FROM_ENV, nullptr);
