@@ -19,9 +19,19 @@ const std::vector<std::pair<JobState, const char*>>& state_names() {
   return names;
 }
 
+// Limits on what a record may hold. They are far above what git-mullet writes
+// (output tails are cut to 4 KiB, logs live in their own blobs) and keep a
+// forged record from making us hold or print gigabytes.
+constexpr std::size_t max_name_bytes = 256;
+constexpr std::size_t max_title_bytes = 1024;
+constexpr std::size_t max_text_bytes = 64U << 10U;
+constexpr std::size_t max_prompt_bytes = 8U << 20U;
+constexpr std::size_t max_items = 10000;
+constexpr std::int64_t max_duration_ms = std::int64_t{1} << 50;
+
 // Worker output may be any bytes: stored as valid UTF-8, escapes and all.
 std::string output(const std::string& value) {
-  return util::valid_utf8(value);
+  return util::valid_utf8(value.size() > max_text_bytes ? util::tail(value, max_text_bytes - 64) : value);
 }
 
 // What the reader (record_from_json) accepts: free text keeps lines and tabs,
@@ -39,12 +49,20 @@ std::string cleaned(const std::string& value, bool free_text) {
 std::string text(const std::string& value) {
   return cleaned(value, true);
 }
+// Text a worker or its run produced (errors, the worker's summary), cut to
+// what the reader accepts.
+std::string bounded(const std::string& value) {
+  if (value.size() <= max_text_bytes) return text(value);
+  std::size_t cut = max_text_bytes - 16;
+  while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0U) == 0x80U) --cut;
+  return text(value.substr(0, cut)) + "\n[... cut ...]";
+}
 std::string line(const std::string& value) {
   return cleaned(value, false);
 }
 
 nlohmann::json null_if_empty(const std::string& value, bool free_text = true) {
-  return value.empty() ? nlohmann::json() : nlohmann::json(cleaned(value, free_text));
+  return value.empty() ? nlohmann::json() : nlohmann::json(free_text ? bounded(value) : line(value));
 }
 
 nlohmann::json report_json(const WorkerReport& report) {
@@ -80,16 +98,6 @@ nlohmann::json attempts_json(const std::vector<AttemptRecord>& attempts) {
   }
   return array;
 }
-
-// Limits on what a record may hold. They are far above what git-mullet writes
-// (output tails are cut to 4 KiB, logs live in their own blobs) and keep a
-// forged record from making us hold or print gigabytes.
-constexpr std::size_t max_name_bytes = 256;
-constexpr std::size_t max_title_bytes = 1024;
-constexpr std::size_t max_text_bytes = 64U << 10U;
-constexpr std::size_t max_prompt_bytes = 8U << 20U;
-constexpr std::size_t max_items = 10000;
-constexpr std::int64_t max_duration_ms = std::int64_t{1} << 50;
 
 // Reads one JSON object of a record, naming the field in every complaint.
 class Reader {
@@ -310,7 +318,7 @@ nlohmann::json run_flags_from_json(const Reader& in, const std::string& job) {
     const Reader gate(item, name, job);
     const std::string command = gate.text("command", max_text_bytes);
     if (command.empty()) gate.damaged("command", "is missing");
-    gates.push_back({{"name", gate.line("name", max_name_bytes)},
+    gates.push_back({{"name", gate.text("name", max_name_bytes)},
                      {"command", command},
                      {"timeout", gate.integer<std::int64_t>("timeout", 0, 0, 1000000000)}});
   });
@@ -355,7 +363,13 @@ nlohmann::json to_json(const JobRecord& record) {
                       {"network", phase.network}});
   }
   std::vector<std::string> warnings;
-  for (const auto& warning : record.snapshot_warnings) warnings.push_back(text(warning));
+  for (const auto& warning : record.snapshot_warnings) {
+    if (warnings.size() + 1 == max_items) {
+      warnings.push_back("... and " + std::to_string(record.snapshot_warnings.size() - warnings.size()) + " more");
+      break;
+    }
+    warnings.push_back(bounded(warning));
+  }
   return {
       {"format", record.format},
       {"id", record.id},
