@@ -49,16 +49,20 @@ std::string cleaned(const std::string& value, bool free_text) {
 std::string text(const std::string& value) {
   return cleaned(value, true);
 }
+// The first max_bytes of a text at most, not cutting a UTF-8 sequence.
+std::string cut_to(const std::string& value, std::size_t max_bytes, const std::string& marker) {
+  if (value.size() <= max_bytes) return value;
+  std::size_t cut = max_bytes - marker.size();
+  while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0U) == 0x80U) --cut;
+  return value.substr(0, cut) + marker;
+}
 // Text a worker or its run produced (errors, the worker's summary), cut to
 // what the reader accepts.
 std::string bounded(const std::string& value) {
-  if (value.size() <= max_text_bytes) return text(value);
-  std::size_t cut = max_text_bytes - 16;
-  while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0U) == 0x80U) --cut;
-  return text(value.substr(0, cut)) + "\n[... cut ...]";
+  return text(cut_to(value, max_text_bytes, "\n[... cut ...]"));
 }
-std::string line(const std::string& value) {
-  return cleaned(value, false);
+std::string line(const std::string& value, std::size_t max_bytes = max_name_bytes) {
+  return cleaned(cut_to(value, max_bytes, "..."), false);
 }
 
 nlohmann::json null_if_empty(const std::string& value, bool free_text = true) {
@@ -67,14 +71,20 @@ nlohmann::json null_if_empty(const std::string& value, bool free_text = true) {
 
 nlohmann::json report_json(const WorkerReport& report) {
   if (report.empty()) return nullptr;
+  nlohmann::json denials = nlohmann::json::array();
+  if (report.permission_denials.is_array()) {
+    for (const auto& denial : report.permission_denials) {
+      if (denials.size() == max_items) break;
+      denials.push_back(denial);
+    }
+  }
   return {{"status", null_if_empty(report.status, false)},
           {"summary", null_if_empty(report.summary)},
           {"turns", report.turns},
           {"cost_usd", report.cost_usd},
           {"model", null_if_empty(report.model, false)},
           {"session_id", null_if_empty(report.session_id, false)},
-          {"permission_denials",
-           report.permission_denials.is_array() ? report.permission_denials : nlohmann::json::array()}};
+          {"permission_denials", denials}};
 }
 
 nlohmann::json attempts_json(const std::vector<AttemptRecord>& attempts) {
@@ -83,11 +93,11 @@ nlohmann::json attempts_json(const std::vector<AttemptRecord>& attempts) {
     nlohmann::json gates = nlohmann::json::array();
     for (const auto& gate : attempt.gates) {
       gates.push_back({{"name", line(gate.name)},
-                       {"command", text(gate.command)},
+                       {"command", bounded(gate.command)},
                        {"commit", gate.commit},
                        {"passed", gate.passed},
                        {"exit_code", gate.exit_code},
-                       {"ended_by", gate.ended_by},
+                       {"ended_by", line(gate.ended_by)},
                        {"duration_ms", gate.duration_ms},
                        {"output_tail", output(gate.output_tail)}});
     }
@@ -159,9 +169,9 @@ class Reader {
     const auto* value = find(key);
     if (value == nullptr) return 0;
     if (!value->is_number()) damaged(key, "is not a number");
-    const double number = value->get<double>();
-    if (!std::isfinite(number) || number < 0 || number > high) damaged(key, "is out of range");
-    return number;
+    const double found = value->get<double>();
+    if (!std::isfinite(found) || found < 0 || found > high) damaged(key, "is out of range");
+    return found;
   }
   bool boolean(const std::string& key) const {
     const auto* value = find(key);
@@ -189,18 +199,18 @@ class Reader {
   std::string check_string(const nlohmann::json& value, const std::string& name, std::size_t max_bytes,
                            bool free_text) const {
     if (!value.is_string()) throw DamagedRecord(m_job, name, "is not a string");
-    const auto& text = value.get_ref<const std::string&>();
-    if (text.size() > max_bytes) {
+    const auto& content = value.get_ref<const std::string&>();
+    if (content.size() > max_bytes) {
       throw DamagedRecord(m_job, name, "is longer than " + std::to_string(max_bytes) + " bytes");
     }
-    for (const char c : text) {
+    for (const char c : content) {
       const auto byte = static_cast<unsigned char>(c);
       const bool allowed_control = free_text && (c == '\n' || c == '\t' || c == '\r');
       if ((byte < 0x20U || byte == 0x7fU) && !allowed_control) {
         throw DamagedRecord(m_job, name, "holds a control character");
       }
     }
-    return text;
+    return content;
   }
 
  private:
@@ -234,7 +244,7 @@ std::string one_of(const Reader& in, const std::string& key, const std::vector<s
 
 WorkerReport report_from_json(const Reader& in) {
   WorkerReport report;
-  report.status = one_of(in, "status", {"done", "blocked"});
+  report.status = in.line("status", max_name_bytes);
   report.summary = in.text("summary", max_text_bytes);
   report.turns = in.integer<std::int64_t>("turns", 0, 0, 1000000000);
   report.cost_usd = in.number("cost_usd", 1e9);
@@ -350,7 +360,7 @@ nlohmann::json to_json(const JobRecord& record) {
   nlohmann::json phases = nlohmann::json::array();
   for (const auto& phase : record.phases) {
     std::vector<std::string> command;
-    for (const auto& word : phase.command) command.push_back(text(word));
+    for (const auto& word : phase.command) command.push_back(bounded(word));
     std::vector<std::string> grants;
     for (const auto& grant : phase.grants) grants.push_back(line(grant));
     phases.push_back({{"name", line(phase.name)},
@@ -373,7 +383,7 @@ nlohmann::json to_json(const JobRecord& record) {
   return {
       {"format", record.format},
       {"id", record.id},
-      {"title", line(record.title)},
+      {"title", line(record.title, max_title_bytes)},
       {"prompt", text(record.prompt)},
       {"state", state_name(record.state)},
       {"base", record.base},

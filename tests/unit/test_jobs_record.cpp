@@ -299,7 +299,7 @@ TEST_CASE("record_from_json refuses every field of the wrong type, size or conte
   CHECK(damaged_field([](json& r) { r["report"] = {{"cost_usd", -1}}; }) == "report.cost_usd");
   CHECK(damaged_field([](json& r) { r["report"] = {{"turns", "7"}}; }) == "report.turns");
   CHECK(damaged_field([](json& r) { r["report"] = "done"; }) == "report");
-  CHECK(damaged_field([](json& r) { r["report"] = {{"status", "owned"}}; }) == "report.status");
+  CHECK(damaged_field([](json& r) { r["report"] = {{"status", "do\x1bne"}}; }) == "report.status");
   // Shapes.
   CHECK(damaged_field([](json& r) { r["phases"] = "worker"; }) == "phases");
   CHECK(damaged_field([](json& r) { r["phases"] = json::array({"worker"}); }) == "phases[0]");
@@ -310,6 +310,33 @@ TEST_CASE("record_from_json refuses every field of the wrong type, size or conte
           r["snapshot_warnings"] = json::array();
           r["snapshot_warnings"].get_ref<json::array_t&>().resize(10001, "w");
         }) == "snapshot_warnings");
+}
+
+TEST_CASE("to_json writes only what record_from_json accepts") {
+  // Whatever a worker or a run puts in a record, the record can be read back:
+  // a job must never become "damaged" by its own output.
+  JobRecord record = full_record();
+  record.title = "tab\there and \x1b[31mred" + std::string(5000, 't');
+  record.error = "bell \x07" + std::string(200000, 'e');
+  record.phases[0].name = "gate:" + std::string(1000, 'n') + "\n";
+  record.phases[0].command = {"sh", "-c", std::string(100000, 'c') + "\x01"};
+  record.phases[0].output_tail = "\x1b[2J" + std::string(100000, 'o');
+  record.snapshot_warnings.assign(20000, "skipped a fifo \x1b");
+  record.report = full_report();
+  record.report.status = "completed\n";
+  record.report.summary = std::string(100000, 's');
+  record.report.model = std::string(1000, 'm');
+  record.report.permission_denials = json::array();
+  for (int i = 0; i < 10010; ++i) record.report.permission_denials.push_back(json::object());
+  record.attempts.push_back({1, std::string(40, 'b'), "\x1b", {}});
+  record.attempts[0].gates.push_back(
+      {"t\x1b", std::string(70000, 'g'), std::string(40, 'b'), false, 1, "exit", 5, "x"});
+  JobRecord back;
+  REQUIRE_NOTHROW(back = record_from_json(json::parse(to_json(record).dump()), "0123abcdef"));
+  CHECK(back.title.rfind("tab?here and ?[31mred", 0) == 0);
+  CHECK(back.snapshot_warnings.size() == 10000);
+  CHECK(back.report.permission_denials.size() == 10000);
+  CHECK(back.phases[0].output_tail.find("\x1b[2J") == std::string::npos);  // its end is kept
 }
 
 TEST_CASE("run_flags may hold only what run records") {
