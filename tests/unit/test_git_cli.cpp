@@ -1,10 +1,14 @@
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "git/cli.hpp"
+#include "git/repository.hpp"
+#include "util/error.hpp"
 
 using mullet::git::create_ref_args;
 using mullet::git::diff_args;
@@ -57,4 +61,31 @@ TEST_CASE("creating a branch names the zero id as its old value, after --end-of-
   CHECK(argv.back() == std::string(40, '0'));
   // The message is the value of -m, never a word of its own.
   CHECK(argv[index_of(argv, "-m") + 1] == "git-mullet merge x");
+}
+
+TEST_CASE("variables that move objects, refs, the index or history are refused, even empty") {
+  using mullet::git::check_git_environment;
+  using mullet::git::refused_git_environment;
+  CHECK(refused_git_environment().size() == 9);
+  for (const auto& name : refused_git_environment()) {
+    INFO("variable: " << name);
+    for (const char* value : {"/tmp/elsewhere", ""}) {
+      ::setenv(name.c_str(), value, 1);
+      try {
+        check_git_environment();
+        FAIL("not refused");
+      } catch (const mullet::Error& error) {
+        CHECK(error.code() == mullet::ExitCode::usage);
+        CHECK(std::string(error.what()).rfind(name + " is set", 0) == 0);
+        CHECK(error.hint() == "unset " + name + " (see ENVIRONMENT in git-mullet(1))");
+      }
+      ::unsetenv(name.c_str());
+    }
+  }
+  // The variables that choose the repository are not refused.
+  for (const char* name : {"GIT_DIR", "GIT_WORK_TREE", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"}) {
+    ::setenv(name, "/tmp", 1);
+    CHECK_NOTHROW(check_git_environment());
+    ::unsetenv(name);
+  }
 }
