@@ -28,8 +28,18 @@ std::size_t max_record_file_bytes(const std::string& name) {
 }
 
 // The commit a job's ref points at; a ref naming a tree or a missing object is
-// a damaged record, not an internal error.
+// a damaged record, not an internal error. Its size is checked first: libgit2
+// reads a commit (its message is the summary line) whole.
 git::CommitPtr record_commit(git_repository* repo, const git_oid& id, const std::string& job) {
+  git_odb* raw_odb = nullptr;
+  check(git_repository_odb(&raw_odb, repo), "cannot open the object database");
+  git::OdbPtr odb(raw_odb);
+  std::size_t size = 0;
+  git_object_t type = GIT_OBJECT_INVALID;
+  if (git_odb_read_header(&size, &type, odb.get(), &id) < 0 || type != GIT_OBJECT_COMMIT) {
+    throw DamagedRecord(job, "its ref", "does not name a commit");
+  }
+  if (size > max_record_file_bytes("")) throw DamagedRecord(job, "its record commit", "is too large");
   git_commit* raw = nullptr;
   if (git_commit_lookup(&raw, repo, &id) < 0) throw DamagedRecord(job, "its ref", "does not name a commit");
   return git::CommitPtr(raw);
