@@ -224,6 +224,15 @@ class Reader {
   const std::string& m_job;
 };
 
+// Free-form JSON kept in a record (the proxy's decisions, refused tool uses)
+// is copied and printed recursively: a forged one must not be nested deep
+// enough to overflow the stack.
+bool shallow(const nlohmann::json& value, int depth = 0) {
+  if (depth > 8) return false;
+  if (!value.is_structured()) return true;
+  return std::all_of(value.begin(), value.end(), [&](const nlohmann::json& item) { return shallow(item, depth + 1); });
+}
+
 // Output a worker printed may hold any bytes, escape sequences included; it
 // is stored as it came and only bounded here.
 std::string output_tail(const Reader& in, const std::string& key) {
@@ -253,6 +262,7 @@ WorkerReport report_from_json(const Reader& in) {
   if (const auto* denials = in.find("permission_denials")) {
     if (!denials->is_array()) in.damaged("permission_denials", "is not an array");
     if (denials->size() > max_items) in.damaged("permission_denials", "has too many items");
+    if (!shallow(*denials)) in.damaged("permission_denials", "is nested too deep");
     report.permission_denials = *denials;
   }
   return report;
@@ -294,6 +304,7 @@ PhaseRecord phase_from_json(const Reader& in) {
   if (const auto* network = in.find("network")) {
     if (!network->is_array()) in.damaged("network", "is not an array");
     if (network->size() > max_items) in.damaged("network", "has too many items");
+    if (!shallow(*network)) in.damaged("network", "is nested too deep");
     phase.network = *network;
   }
   return phase;

@@ -301,6 +301,11 @@ TEST_CASE("record_from_json refuses every field of the wrong type, size or conte
   CHECK(damaged_field([](json& r) { r["report"] = "done"; }) == "report");
   CHECK(damaged_field([](json& r) { r["report"] = {{"status", "do\x1bne"}}; }) == "report.status");
   // Shapes.
+  CHECK(damaged_field([](json& r) {
+          json deep = json::array();
+          for (int i = 0; i < 100; ++i) deep = json::array({deep});
+          r["phases"][0]["network"] = deep;
+        }) == "phases[0].network");
   CHECK(damaged_field([](json& r) { r["phases"] = "worker"; }) == "phases");
   CHECK(damaged_field([](json& r) { r["phases"] = json::array({"worker"}); }) == "phases[0]");
   CHECK(damaged_field([](json& r) {
