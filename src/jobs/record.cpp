@@ -228,7 +228,7 @@ class Reader {
 // is copied and printed recursively: a forged one must not be nested deep
 // enough to overflow the stack.
 bool shallow(const nlohmann::json& value, int depth = 0) {
-  if (depth > 8) return false;
+  if (depth > 64) return false;
   if (!value.is_structured()) return true;
   return std::all_of(value.begin(), value.end(), [&](const nlohmann::json& item) { return shallow(item, depth + 1); });
 }
