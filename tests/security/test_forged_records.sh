@@ -20,10 +20,11 @@ real_job() {
   assert_eq "$RUN_CODE" 0 "the real job"
   BASE="$(git rev-parse HEAD)"
   RESULT="$(json_field "$JOB_JSON" result)"
+  REAL_RECORD="$(git rev-parse "refs/mullet/jobs/$JOB")"
 }
 
 # forge ID PYTHON [PARENT...]: replaces the job's record commit by one whose
-# job.json is the current one with the Python statement applied to `r` (the
+# job.json is the real one's with the Python statement applied to `r` (the
 # summary line follows it). Parents default to the base and the result.
 forge() {
   local id="$1" change="$2"
@@ -32,7 +33,7 @@ forge() {
   [ "${#parents[@]}" -gt 0 ] || parents=("$BASE" "$RESULT")
   local dir="$TEST_ROOT/forge.$RANDOM"
   mkdir -p "$dir"
-  git cat-file blob "refs/mullet/jobs/$id:job.json" >"$dir/in.json"
+  git cat-file blob "$REAL_RECORD:job.json" >"$dir/in.json"
   python3 - "$change" "$dir" <<'PY' || fail "the forgery script failed"
 import json, sys
 change, out = sys.argv[1], sys.argv[2]
@@ -55,16 +56,19 @@ forge_tree() {
   local tree commit args=() parent
   tree="$(printf '%s\n' "$lines" | git mktree)" || fail "mktree"
   for parent in "$@"; do args+=(-p "$parent"); done
-  commit="$(git commit-tree "$tree" "${args[@]}" -m "git-mullet job $id: succeeded" -m "$summary")" ||
-    fail "commit-tree"
+  # Through a file: a forged summary may be larger than an argument may be.
+  printf 'git-mullet job %s: succeeded\n\n%s\n' "$id" "$summary" >"$TEST_ROOT/message"
+  commit="$(git commit-tree "$tree" "${args[@]}" -F "$TEST_ROOT/message")" || fail "commit-tree"
   git update-ref "refs/mullet/jobs/$id" "$commit"
 }
 
-# every_reader_refuses ID FIELD: show, diff, merge, log, resume and wait all
-# exit 2 with one clear message naming FIELD; nothing of the user's changed,
-# no branch appeared, nothing ran; list still lists the job, as damaged.
+# every_reader_refuses ID FIELD [LIST]: show, diff, merge, log, resume and
+# wait all exit 2 with one clear message naming FIELD; nothing of the user's
+# changed, no branch appeared, nothing ran; list still lists the job, as
+# damaged when FIELD is in the summary line it reads (LIST=listed when the
+# field is well-formed there and only names an object of the wrong type).
 every_reader_refuses() {
-  local id="$1" field="$2" before command
+  local id="$1" field="$2" list="${3:-}" before command
   before="$(sec_repo_state)"
   for command in "show" "show --json" "diff" "merge" "log" "resume -q" "wait"; do
     # shellcheck disable=SC2086
@@ -83,8 +87,12 @@ every_reader_refuses() {
   expect_exit 0 git mullet list
   case "$OUT" in *$'\x1b'*) fail "list printed an escape sequence" ;; esac
   [ "${#OUT}" -lt 100000 ] || fail "list printed ${#OUT} bytes"
-  case "$field" in
-    id | title | state | base | result | executor | error | format | runner.*)
+  [ -n "$list" ] || case "$field" in
+    id | title | state | base | result | executor | error | format | runner.*) list=damaged ;;
+    *) list=listed ;;
+  esac
+  case "$list" in
+    damaged)
       assert_matches "$OUT" "^$id  damaged +-+  $field" "list line"
       assert_eq "$listed" damaged "list --json"
       ;;
@@ -130,9 +138,9 @@ test_a_tree_or_blob_in_place_of_a_commit_is_refused() {
   # As parents the real commits (git commit-tree insists); the record names
   # a tree, which merge would make a branch of.
   forge "$JOB" "r['result'] = '$tree'"
-  every_reader_refuses "$JOB" result
+  every_reader_refuses "$JOB" result listed
   forge "$JOB" "r['base'] = '$blob'"
-  every_reader_refuses "$JOB" base
+  every_reader_refuses "$JOB" base listed
   forge "$JOB" "r['attempts'] = [{'number': 1, 'result': '$tree', 'error': None, 'gates': []}]"
   every_reader_refuses "$JOB" "attempts[0].result"
 }
