@@ -255,7 +255,7 @@ WorkerReport report_from_json(const Reader& in) {
   WorkerReport report;
   report.status = in.line("status", max_name_bytes);
   report.summary = in.text("summary", max_text_bytes);
-  report.turns = in.integer<std::int64_t>("turns", 0, 0, 1000000000);
+  report.turns = in.integer<std::int64_t>("turns", 0, 0, std::int64_t{1} << 50);
   report.cost_usd = in.number("cost_usd", 1e9);
   report.model = in.line("model", max_name_bytes);
   report.session_id = in.line("session_id", max_name_bytes);

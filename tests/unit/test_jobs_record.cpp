@@ -303,7 +303,11 @@ TEST_CASE("record_from_json refuses every field of the wrong type, size or conte
   // Shapes.
   CHECK(damaged_field([](json& r) {
           json deep = json::array();
-          for (int i = 0; i < 200; ++i) deep = json::array({deep});
+          for (int i = 0; i < 200; ++i) {
+            json wrapped = json::array();
+            wrapped.push_back(deep);
+            deep = wrapped;
+          }
           r["phases"][0]["network"] = deep;
         }) == "phases[0].network");
   CHECK(damaged_field([](json& r) { r["phases"] = "worker"; }) == "phases");
