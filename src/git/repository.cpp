@@ -39,9 +39,16 @@ void check_git_environment() {
 
 Repository Repository::discover(const std::string& start_dir) {
   check_git_environment();
+  // We never read or write a work tree (jobs start from commits, diff
+  // compares commits), and libgit2 refuses to open a repository with
+  // GIT_WORK_TREE set: it has no effect.
+  ::unsetenv("GIT_WORK_TREE");
   initialise_libgit2();
   git_repository* raw = nullptr;
-  const int rc = git_repository_open_ext(&raw, start_dir.c_str(), GIT_REPOSITORY_OPEN_FROM_ENV, nullptr);
+  // libgit2 reads GIT_DIR only when given no start path (it then starts
+  // from ".", the current directory, which is what callers pass).
+  const char* start = std::getenv("GIT_DIR") != nullptr ? nullptr : start_dir.c_str();
+  const int rc = git_repository_open_ext(&raw, start, GIT_REPOSITORY_OPEN_FROM_ENV, nullptr);
   if (rc == GIT_ENOTFOUND) {
     throw usage_error("not a git repository: " + start_dir, "run git mullet inside a git repository");
   }

@@ -13,9 +13,9 @@ namespace mullet::git {
 
 // Git environment variables that move where objects, refs, the index or
 // history live. Repository::discover refuses to start when one is set (even
-// empty): GIT_DIR, GIT_WORK_TREE, GIT_CEILING_DIRECTORIES and
-// GIT_DISCOVERY_ACROSS_FILESYSTEM choose the repository and are honoured;
-// every other git variable has no effect (our git runs with an environment
+// empty): GIT_DIR, GIT_CEILING_DIRECTORIES and GIT_DISCOVERY_ACROSS_FILESYSTEM
+// choose the repository and are honoured; every other git variable
+// (GIT_WORK_TREE too: nothing of ours uses a work tree) has no effect (our git runs with an environment
 // built from scratch, libgit2 reads no config from the environment).
 const std::vector<std::string>& refused_git_environment();
 void check_git_environment();

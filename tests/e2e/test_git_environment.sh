@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The caller's git environment, one rule per variable (README "Git
 # environment variables", git-mullet(1) ENVIRONMENT):
-# - GIT_DIR, GIT_WORK_TREE, GIT_CEILING_DIRECTORIES and
-#   GIT_DISCOVERY_ACROSS_FILESYSTEM choose the repository, and are honoured
-#   by libgit2 and every git we run alike;
+# - GIT_DIR, GIT_CEILING_DIRECTORIES and GIT_DISCOVERY_ACROSS_FILESYSTEM
+#   choose the repository, and are honoured by libgit2 and every git we run
+#   alike; GIT_WORK_TREE has no effect (no work tree is ever used);
 # - variables that move objects, refs, the index or history elsewhere are
 #   refused with exit 2 before anything is read or written;
 # - every other git variable (config, trace, pager...) has no effect.
@@ -59,11 +59,13 @@ test_variables_that_redirect_storage_are_refused_before_anything_is_written() {
   expect_exit 0 git mullet show "$first"
 }
 
-test_git_dir_and_work_tree_are_honoured_by_libgit2_and_git_alike() {
+test_git_dir_is_honoured_by_libgit2_and_git_alike() {
   new_repo repo
   mkdir elsewhere
   cd elsewhere
-  export GIT_DIR="$TEST_ROOT/${FUNCNAME[0]}/repo/.git" GIT_WORK_TREE="$TEST_ROOT/${FUNCNAME[0]}/repo"
+  # GIT_WORK_TREE names a directory that must stay empty: it has no effect.
+  mkdir "$TEST_ROOT/not-a-work-tree"
+  export GIT_DIR="$TEST_ROOT/${FUNCNAME[0]}/repo/.git" GIT_WORK_TREE="$TEST_ROOT/not-a-work-tree"
   run_job -m "from outside" --command 'echo hi >hi.txt'
   assert_eq "$RUN_CODE" 0 "run with GIT_DIR"
   local result
@@ -78,6 +80,7 @@ test_git_dir_and_work_tree_are_honoured_by_libgit2_and_git_alike() {
   assert_eq "$(git for-each-ref --format='%(refname)' refs/mullet/jobs)" "refs/mullet/jobs/$JOB" "the job's ref"
   repo_is_whole
   assert_eq "$(ls ../elsewhere)" "" "files written in the current directory"
+  assert_eq "$(ls "$TEST_ROOT/not-a-work-tree")" "" "files written in GIT_WORK_TREE"
 }
 
 test_ceiling_and_discovery_variables_are_honoured() {
