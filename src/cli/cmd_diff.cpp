@@ -15,11 +15,10 @@ int diff(const std::string& job_name) {
     std::cerr << "job " << job.record.id << " has no changes\n";
     return 0;
   }
-  // No external diff drivers or textconv: their commands would come from
-  // attributes in a tree the worker wrote.
-  const auto status = git::run_git_passthrough(
-      {repo.git_dir(), std::nullopt, {}},
-      {"diff", "--no-ext-diff", "--no-textconv", "--stat", "--patch", job.record.base, job.record.result, "--"});
+  // The store checked that both are commits; diff_args keeps them from being
+  // read as options all the same.
+  const auto status =
+      git::run_git_passthrough({repo.git_dir(), std::nullopt, {}}, git::diff_args(job.record.base, job.record.result));
   return status.success() ? 0 : 1;
 }
 

@@ -31,28 +31,33 @@ void stop_runner(const jobs::RunnerRecord& runner) {
 int discard(const DiscardOptions& options) {
   const git::Repository repo = open_repository();
   jobs::JobStore store(repo);
-  auto job = store.find(options.job);
-  if (jobs::effective_state(job.record) == jobs::JobState::running) {
-    if (!options.force) {
-      throw usage_error("job " + job.record.id + " is still running", "pass --force to stop it and discard it");
-    }
-    stop_runner(job.record.runner);
+  const std::string id = store.resolve(options.job);
+  std::optional<jobs::StoredJob> job;
+  try {
+    job = store.load(id);
+  } catch (const jobs::DamagedRecord&) {
+    // Still discarded; its runner fields are not trusted to name a process.
   }
-  util::remove_tree(jobs::job_paths(repo, job.record.id).root);
+  if (job && jobs::effective_state(job->record) == jobs::JobState::running) {
+    if (!options.force) {
+      throw usage_error("job " + id + " is still running", "pass --force to stop it and discard it");
+    }
+    stop_runner(job->record.runner);
+  }
+  util::remove_tree(jobs::job_paths(repo, id).root);
   // The runner we stopped may have written its last record meanwhile.
   for (int attempt = 0; attempt < 20; ++attempt) {
-    auto current = store.load(job.record.id);
+    const auto current = store.ref_target(id);
     if (!current) break;
-    if (store.remove(job.record.id, current->record_commit)) {
-      std::cout << "discarded job " << job.record.id << "\n"
+    if (store.remove(id, *current)) {
+      std::cout << "discarded job " << id << "\n"
                 << "  until git prunes it, it can be restored with:\n"
-                << "  git update-ref refs/mullet/jobs/" << job.record.id << " "
-                << git::oid_to_string(current->record_commit) << "\n"
+                << "  git update-ref refs/mullet/jobs/" << id << " " << git::oid_to_string(*current) << "\n"
                 << "  (discarded jobs are listed by `git reflog refs/mullet/discarded`)\n";
       return 0;
     }
   }
-  throw failure("cannot discard job " + job.record.id + ": its record keeps changing");
+  throw failure("cannot discard job " + id + ": its record keeps changing");
 }
 
 }  // namespace

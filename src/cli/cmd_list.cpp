@@ -17,23 +17,30 @@ int list(bool json) {
   git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0);
   auto jobs = jobs::JobStore(repo).summaries();
   std::sort(jobs.begin(), jobs.end(), [](const auto& a, const auto& b) {
-    return a.created_at != b.created_at ? a.created_at > b.created_at : a.id < b.id;
+    return a.record.created_at != b.record.created_at ? a.record.created_at > b.record.created_at : a.id < b.id;
   });
   if (json) {
     nlohmann::json array = nlohmann::json::array();
-    for (const auto& record : jobs) {
-      nlohmann::json item = jobs::summary_json(record);
-      item["state"] = jobs::state_name(jobs::effective_state(record));
+    for (const auto& job : jobs) {
+      if (!job.damage.empty()) {
+        array.push_back({{"id", job.id}, {"state", "damaged"}, {"error", job.damage}});
+        continue;
+      }
+      nlohmann::json item = jobs::summary_json(job.record);
+      item["state"] = jobs::state_name(jobs::effective_state(job.record));
       array.push_back(item);
     }
     std::cout << array.dump(2) << "\n";
     return 0;
   }
   std::string out;
-  for (const auto& record : jobs) {
-    std::string state = jobs::state_name(jobs::effective_state(record));
+  for (const auto& job : jobs) {
+    const auto& record = job.record;
+    std::string state = job.damage.empty() ? jobs::state_name(jobs::effective_state(record)) : "damaged";
     state.resize(std::max<std::size_t>(state.size(), 11), ' ');
-    out += record.id + "  " + state + "  " + record.created_at + "  " + util::first_line(record.title, 60) + "\n";
+    const std::string when = job.damage.empty() ? record.created_at : std::string(20, '-');
+    out += job.id + "  " + state + "  " + when + "  " +
+           (job.damage.empty() ? util::first_line(record.title, 60) : job.damage) + "\n";
   }
   std::cout << out;
   return 0;

@@ -2,10 +2,12 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "git/cli.hpp"
 #include "git/handles.hpp"
 #include "jobs/liveness.hpp"
 #include "jobs/store.hpp"
 #include "util/error.hpp"
+#include "util/strings.hpp"
 
 namespace mullet::cli {
 namespace {
@@ -44,19 +46,19 @@ int merge(const MergeOptions& options) {
     throw usage_error("'" + branch + "' is not a valid branch name");
   }
   const std::string ref_name = "refs/heads/" + branch;
-  git_reference* existing = nullptr;
-  if (git_reference_lookup(&existing, repo.get(), ref_name.c_str()) == 0) {
-    git_reference_free(existing);
-    throw usage_error("branch '" + branch + "' already exists", "choose another name with --branch NAME");
+  // Created only if it does not exist, checked under git's lock on the ref
+  // (libgit2 checks before it locks, so two concurrent merges could both
+  // "create" it). HEAD, the index and the work tree stay as they are.
+  const auto created = git::run_git({repo.git_dir(), std::nullopt, {}},
+                                    git::create_ref_args(ref_name, record.result, "git-mullet merge " + record.id));
+  if (!created.status.success()) {
+    git_reference* existing = nullptr;
+    if (git_reference_lookup(&existing, repo.get(), ref_name.c_str()) == 0) {
+      git_reference_free(existing);
+      throw usage_error("branch '" + branch + "' already exists", "choose another name with --branch NAME");
+    }
+    throw usage_error("cannot create branch '" + branch + "': " + util::trim(created.err));
   }
-  const git_oid result = git::oid_from_string(record.result);
-  git_reference* created = nullptr;
-  const std::string log_message = "git-mullet merge " + record.id;
-  // Creates the branch only: HEAD, the index and the work tree stay as they are.
-  if (git_reference_create(&created, repo.get(), ref_name.c_str(), &result, 0, log_message.c_str()) < 0) {
-    throw usage_error("cannot create branch '" + branch + "': " + git::last_error_message());
-  }
-  git::ReferencePtr owned(created);
   std::cout << "created branch " << branch << " at " << short_sha(record.result) << " (job " << record.id << ")\n"
             << "  look at it: git log -p " << branch << "\n"
             << "  merge it:   git merge " << branch << "\n";

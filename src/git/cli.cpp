@@ -88,6 +88,33 @@ util::Environment hardened_git_environment(const GitCliTarget& target) {
   return env;
 }
 
+std::vector<std::string> diff_args(const std::string& from, const std::string& to) {
+  // No external diff drivers or textconv: their commands would come from
+  // attributes in a tree the worker wrote.
+  return {"diff", "--no-ext-diff", "--no-textconv", "--stat", "--patch", "--end-of-options", from, to, "--"};
+}
+
+std::vector<std::string> read_tree_args(const std::string& tree_ish) {
+  // read-tree -u goes through git's parallel checkout (checkout.workers=0:
+  // one worker per core), the fastest way to fill a work tree.
+  return {"-c", "checkout.workers=0", "read-tree", "--reset", "-u", "--end-of-options", tree_ish};
+}
+
+std::vector<std::string> create_ref_args(const std::string& ref, const std::string& commit,
+                                         const std::string& message) {
+  // A concurrent creator holds the ref's lock only briefly: wait for it, so
+  // the loser sees the ref exists instead of a lock error.
+  return {"-c",
+          "core.filesRefLockTimeout=10000",
+          "update-ref",
+          "-m",
+          message,
+          "--end-of-options",
+          ref,
+          commit,
+          std::string(40, '0')};
+}
+
 util::CapturedRun run_git(const GitCliTarget& target, const std::vector<std::string>& args, const std::string& input) {
   util::SpawnOptions options;
   options.argv = {git_program()};

@@ -29,6 +29,15 @@ std::vector<std::string> borrowed_object_dirs(const std::string& objects_dir);
 std::vector<std::string> hardened_git_prefix();
 util::Environment hardened_git_environment(const GitCliTarget& target);
 
+// The argument lists of the git commands we run with values from records or
+// the user: --end-of-options before revisions and `--` before paths, so no
+// value (a forged record's `--output=...`) can be read as an option.
+std::vector<std::string> diff_args(const std::string& from, const std::string& to);
+std::vector<std::string> read_tree_args(const std::string& tree_ish);
+// Creates `ref` at `commit` only if it does not exist yet (the zero old value
+// is checked under the ref's lock).
+std::vector<std::string> create_ref_args(const std::string& ref, const std::string& commit, const std::string& message);
+
 // Runs `git <args>` and captures its output; throws when git cannot start.
 util::CapturedRun run_git(const GitCliTarget& target, const std::vector<std::string>& args,
                           const std::string& input = {});

@@ -42,9 +42,7 @@ void create_private_clone(const Repository& user_repo, const git_oid& base, cons
 
   util::make_dirs(paths.work_tree);
   GitCliTarget target{g, paths.work_tree, {user_repo.objects_dir()}};
-  // read-tree -u goes through git's parallel checkout (checkout.workers=0:
-  // one worker per core), the fastest way to fill a work tree.
-  const auto run = run_git(target, {"-c", "checkout.workers=0", "read-tree", "--reset", "-u", oid_to_string(base)});
+  const auto run = run_git(target, read_tree_args(oid_to_string(base)));
   check_git(run, "checking out the base commit");
   util::write_file(paths.work_tree + "/.git", "gitdir: " + git_dir_as_seen_inside + "\n");
 }

@@ -1,5 +1,7 @@
 #include "git/repository.hpp"
 
+#include <cstdlib>
+
 #include "util/error.hpp"
 
 namespace mullet::git {
@@ -12,10 +14,41 @@ std::string strip_slash(std::string path) {
 
 }  // namespace
 
+const std::vector<std::string>& refused_git_environment() {
+  // libgit2 honours some of these and the git we run (whose environment is
+  // built from scratch) none, so honouring them half-way writes records into
+  // one object store and refs into another.
+  static const std::vector<std::string> names = {"GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+                                                 "GIT_INDEX_FILE",       "GIT_COMMON_DIR",
+                                                 "GIT_NAMESPACE",        "GIT_REPLACE_REF_BASE",
+                                                 "GIT_GRAFT_FILE",       "GIT_SHALLOW_FILE",
+                                                 "GIT_QUARANTINE_PATH"};
+  return names;
+}
+
+void check_git_environment() {
+  for (const auto& name : refused_git_environment()) {
+    if (std::getenv(name.c_str()) != nullptr) {
+      throw usage_error(name +
+                            " is set; git mullet does not work with a redirected object store, index, refs or "
+                            "history",
+                        "unset " + name + " (see ENVIRONMENT in git-mullet(1))");
+    }
+  }
+}
+
 Repository Repository::discover(const std::string& start_dir) {
+  check_git_environment();
+  // We never read or write a work tree (jobs start from commits, diff
+  // compares commits), and libgit2 refuses to open a repository with
+  // GIT_WORK_TREE set: it has no effect.
+  ::unsetenv("GIT_WORK_TREE");
   initialise_libgit2();
   git_repository* raw = nullptr;
-  const int rc = git_repository_open_ext(&raw, start_dir.c_str(), GIT_REPOSITORY_OPEN_FROM_ENV, nullptr);
+  // libgit2 reads GIT_DIR only when given no start path (it then starts
+  // from ".", the current directory, which is what callers pass).
+  const char* start = std::getenv("GIT_DIR") != nullptr ? nullptr : start_dir.c_str();
+  const int rc = git_repository_open_ext(&raw, start, GIT_REPOSITORY_OPEN_FROM_ENV, nullptr);
   if (rc == GIT_ENOTFOUND) {
     throw usage_error("not a git repository: " + start_dir, "run git mullet inside a git repository");
   }

@@ -6,15 +6,26 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "git/handles.hpp"
 
 namespace mullet::git {
 
+// Git environment variables that move where objects, refs, the index or
+// history live. Repository::discover refuses to start when one is set (even
+// empty): GIT_DIR, GIT_CEILING_DIRECTORIES and GIT_DISCOVERY_ACROSS_FILESYSTEM
+// choose the repository and are honoured; every other git variable
+// (GIT_WORK_TREE too: nothing of ours uses a work tree) has no effect (our git runs with an environment
+// built from scratch, libgit2 reads no config from the environment).
+const std::vector<std::string>& refused_git_environment();
+void check_git_environment();
+
 class Repository {
  public:
   // Finds the repository containing `start_dir` (honours GIT_DIR as git does
-  // for `git -C`/`--git-dir`). Throws a usage error when there is none.
+  // for `git -C`/`--git-dir`). Throws a usage error when there is none, or
+  // when a refused git environment variable is set.
   static Repository discover(const std::string& start_dir);
   // Opens a git dir we made ourselves: no discovery, no .git file.
   static Repository open_git_dir(const std::string& git_dir);

@@ -1,5 +1,11 @@
 #include "jobs/record.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "jobs/id.hpp"
 #include "util/strings.hpp"
 
 namespace mullet::jobs {
@@ -13,53 +19,72 @@ const std::vector<std::pair<JobState, const char*>>& state_names() {
   return names;
 }
 
-// Free text (prompts, worker output, errors) may be any bytes.
+// Limits on what a record may hold. They are far above what git-mullet writes
+// (output tails are cut to 4 KiB, logs live in their own blobs) and keep a
+// forged record from making us hold or print gigabytes.
+constexpr std::size_t max_name_bytes = 256;
+constexpr std::size_t max_title_bytes = 1024;
+constexpr std::size_t max_text_bytes = 64U << 10U;
+constexpr std::size_t max_prompt_bytes = 8U << 20U;
+constexpr std::size_t max_items = 10000;
+constexpr std::int64_t max_duration_ms = std::int64_t{1} << 50;
+
+// Worker output may be any bytes: stored as valid UTF-8, escapes and all.
+std::string output(const std::string& value) {
+  return util::valid_utf8(value.size() > max_text_bytes ? util::tail(value, max_text_bytes - 64) : value);
+}
+
+// What the reader (record_from_json) accepts: free text keeps lines and tabs,
+// a line keeps no control character at all. Anything else becomes '?', so we
+// never write a record we would refuse to read.
+std::string cleaned(const std::string& value, bool free_text) {
+  std::string out = util::valid_utf8(value);
+  for (char& c : out) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (free_text && (c == '\n' || c == '\t' || c == '\r')) continue;
+    if (byte < 0x20U || byte == 0x7fU) c = '?';
+  }
+  return out;
+}
 std::string text(const std::string& value) {
-  return util::valid_utf8(value);
+  return cleaned(value, true);
+}
+// The first max_bytes of a text at most, not cutting a UTF-8 sequence.
+std::string cut_to(const std::string& value, std::size_t max_bytes, const std::string& marker) {
+  if (value.size() <= max_bytes) return value;
+  std::size_t cut = max_bytes - marker.size();
+  while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0U) == 0x80U) --cut;
+  return value.substr(0, cut) + marker;
+}
+// Text a worker or its run produced (errors, the worker's summary), cut to
+// what the reader accepts.
+std::string bounded(const std::string& value) {
+  return text(cut_to(value, max_text_bytes, "\n[... cut ...]"));
+}
+std::string line(const std::string& value, std::size_t max_bytes = max_name_bytes) {
+  return cleaned(cut_to(value, max_bytes, "..."), false);
 }
 
-nlohmann::json null_if_empty(const std::string& value) {
-  return value.empty() ? nlohmann::json() : nlohmann::json(text(value));
-}
-
-template <typename Integer>
-Integer integer_or(const nlohmann::json& json, const char* key, Integer fallback) {
-  const auto found = json.find(key);
-  return found != json.end() && found->is_number_integer() ? found->get<Integer>() : fallback;
-}
-
-std::string string_or_empty(const nlohmann::json& json, const char* key) {
-  const auto found = json.find(key);
-  return found != json.end() && found->is_string() ? found->get<std::string>() : std::string();
+nlohmann::json null_if_empty(const std::string& value, bool free_text = true) {
+  return value.empty() ? nlohmann::json() : nlohmann::json(free_text ? bounded(value) : line(value));
 }
 
 nlohmann::json report_json(const WorkerReport& report) {
   if (report.empty()) return nullptr;
-  return {{"status", null_if_empty(report.status)},
+  nlohmann::json denials = nlohmann::json::array();
+  if (report.permission_denials.is_array()) {
+    for (const auto& denial : report.permission_denials) {
+      if (denials.size() == max_items) break;
+      denials.push_back(denial);
+    }
+  }
+  return {{"status", null_if_empty(report.status, false)},
           {"summary", null_if_empty(report.summary)},
           {"turns", report.turns},
           {"cost_usd", report.cost_usd},
-          {"model", null_if_empty(report.model)},
-          {"session_id", null_if_empty(report.session_id)},
-          {"permission_denials",
-           report.permission_denials.is_array() ? report.permission_denials : nlohmann::json::array()}};
-}
-
-WorkerReport report_from_json(const nlohmann::json& json) {
-  WorkerReport report;
-  if (!json.is_object()) return report;
-  report.status = string_or_empty(json, "status");
-  report.summary = string_or_empty(json, "summary");
-  report.turns = integer_or(json, "turns", std::int64_t{0});
-  if (const auto cost = json.find("cost_usd"); cost != json.end() && cost->is_number()) {
-    report.cost_usd = cost->get<double>();
-  }
-  report.model = string_or_empty(json, "model");
-  report.session_id = string_or_empty(json, "session_id");
-  if (const auto denials = json.find("permission_denials"); denials != json.end() && denials->is_array()) {
-    report.permission_denials = *denials;
-  }
-  return report;
+          {"model", null_if_empty(report.model, false)},
+          {"session_id", null_if_empty(report.session_id, false)},
+          {"permission_denials", denials}};
 }
 
 nlohmann::json attempts_json(const std::vector<AttemptRecord>& attempts) {
@@ -67,14 +92,14 @@ nlohmann::json attempts_json(const std::vector<AttemptRecord>& attempts) {
   for (const auto& attempt : attempts) {
     nlohmann::json gates = nlohmann::json::array();
     for (const auto& gate : attempt.gates) {
-      gates.push_back({{"name", text(gate.name)},
-                       {"command", text(gate.command)},
+      gates.push_back({{"name", line(gate.name)},
+                       {"command", bounded(gate.command)},
                        {"commit", gate.commit},
                        {"passed", gate.passed},
                        {"exit_code", gate.exit_code},
-                       {"ended_by", gate.ended_by},
+                       {"ended_by", line(gate.ended_by)},
                        {"duration_ms", gate.duration_ms},
-                       {"output_tail", text(gate.output_tail)}});
+                       {"output_tail", output(gate.output_tail)}});
     }
     array.push_back({{"number", attempt.number},
                      {"result", null_if_empty(attempt.result)},
@@ -84,34 +109,242 @@ nlohmann::json attempts_json(const std::vector<AttemptRecord>& attempts) {
   return array;
 }
 
-std::vector<AttemptRecord> attempts_from_json(const nlohmann::json& json) {
-  std::vector<AttemptRecord> attempts;
-  if (!json.is_array()) return attempts;
-  for (const auto& item : json) {
-    if (!item.is_object()) continue;
-    AttemptRecord attempt;
-    attempt.number = integer_or(item, "number", 0);
-    attempt.result = string_or_empty(item, "result");
-    attempt.error = string_or_empty(item, "error");
-    if (const auto gates = item.find("gates"); gates != item.end() && gates->is_array()) {
-      for (const auto& entry : *gates) {
-        if (!entry.is_object()) continue;
-        GateRecord gate;
-        gate.name = string_or_empty(entry, "name");
-        gate.command = string_or_empty(entry, "command");
-        gate.commit = string_or_empty(entry, "commit");
-        const auto passed = entry.find("passed");
-        gate.passed = passed != entry.end() && passed->is_boolean() && passed->get<bool>();
-        gate.exit_code = integer_or(entry, "exit_code", -1);
-        gate.ended_by = string_or_empty(entry, "ended_by");
-        gate.duration_ms = integer_or(entry, "duration_ms", std::int64_t{0});
-        gate.output_tail = string_or_empty(entry, "output_tail");
-        attempt.gates.push_back(gate);
+// Reads one JSON object of a record, naming the field in every complaint.
+class Reader {
+ public:
+  Reader(const nlohmann::json& json, std::string path, const std::string& job)
+      : m_json(json), m_path(std::move(path)), m_job(job) {
+    if (!json.is_object()) damaged("", "is not an object");
+  }
+
+  [[noreturn]] void damaged(const std::string& key, const std::string& problem) const {
+    throw DamagedRecord(m_job, field(key), problem);
+  }
+  std::string field(const std::string& key) const {
+    if (key.empty()) return m_path.empty() ? "job.json" : m_path;
+    return m_path.empty() ? key : m_path + "." + key;
+  }
+  const nlohmann::json* find(const std::string& key) const {
+    const auto found = m_json.find(key);
+    return found == m_json.end() || found->is_null() ? nullptr : &*found;
+  }
+  const nlohmann::json& required(const std::string& key) const {
+    const auto* value = find(key);
+    if (value == nullptr) damaged(key, "is missing");
+    return *value;
+  }
+
+  // One line of printable text: no control characters at all.
+  std::string line(const std::string& key, std::size_t max_bytes) const {
+    return checked_string(key, max_bytes, false);
+  }
+  // Free text: lines and tabs, but no other control characters (a forged
+  // record must not drive the terminal `show` prints to).
+  std::string text(const std::string& key, std::size_t max_bytes) const { return checked_string(key, max_bytes, true); }
+  std::string object_id(const std::string& key) const {
+    const auto* value = find(key);
+    if (value == nullptr) return {};
+    if (!value->is_string() || !is_object_id(value->get<std::string>())) {
+      damaged(key, "is not a full object id (40 lowercase hex digits)");
+    }
+    return value->get<std::string>();
+  }
+  // Bounds are int64 and high is never negative: a huge unsigned JSON number
+  // is compared as unsigned, so it cannot wrap into range.
+  template <typename Integer>
+  Integer integer(const std::string& key, Integer fallback, std::int64_t low, std::int64_t high) const {
+    const auto* value = find(key);
+    if (value == nullptr) return fallback;
+    if (!value->is_number_integer()) damaged(key, "is not an integer");
+    const bool in_range = value->is_number_unsigned()
+                              ? value->get<std::uint64_t>() <= static_cast<std::uint64_t>(high) &&
+                                    static_cast<std::int64_t>(value->get<std::uint64_t>()) >= low
+                              : value->get<std::int64_t>() >= low && value->get<std::int64_t>() <= high;
+    if (!in_range) {
+      damaged(key, "is out of range (" + std::to_string(low) + " to " + std::to_string(high) + ")");
+    }
+    return static_cast<Integer>(value->get<std::int64_t>());
+  }
+  double number(const std::string& key, double high) const {
+    const auto* value = find(key);
+    if (value == nullptr) return 0;
+    if (!value->is_number()) damaged(key, "is not a number");
+    const double found = value->get<double>();
+    if (!std::isfinite(found) || found < 0 || found > high) damaged(key, "is out of range");
+    return found;
+  }
+  bool boolean(const std::string& key) const {
+    const auto* value = find(key);
+    if (value == nullptr) return false;
+    if (!value->is_boolean()) damaged(key, "is not true or false");
+    return value->get<bool>();
+  }
+  // An array of at most max_items; each item handed to `each` with its field name.
+  template <typename Each>
+  void array(const std::string& key, Each each) const {
+    const auto* value = find(key);
+    if (value == nullptr) return;
+    if (!value->is_array()) damaged(key, "is not an array");
+    if (value->size() > max_items) damaged(key, "has more than " + std::to_string(max_items) + " items");
+    for (std::size_t i = 0; i < value->size(); ++i) each((*value)[i], field(key) + "[" + std::to_string(i) + "]");
+  }
+  std::vector<std::string> lines(const std::string& key, std::size_t max_bytes, bool free_text) const {
+    std::vector<std::string> found;
+    array(key, [&](const nlohmann::json& item, const std::string& name) {
+      found.push_back(check_string(item, name, max_bytes, free_text));
+    });
+    return found;
+  }
+
+  std::string check_string(const nlohmann::json& value, const std::string& name, std::size_t max_bytes,
+                           bool free_text) const {
+    if (!value.is_string()) throw DamagedRecord(m_job, name, "is not a string");
+    const auto& content = value.get_ref<const std::string&>();
+    if (content.size() > max_bytes) {
+      throw DamagedRecord(m_job, name, "is longer than " + std::to_string(max_bytes) + " bytes");
+    }
+    for (const char c : content) {
+      const auto byte = static_cast<unsigned char>(c);
+      const bool allowed_control = free_text && (c == '\n' || c == '\t' || c == '\r');
+      if ((byte < 0x20U || byte == 0x7fU) && !allowed_control) {
+        throw DamagedRecord(m_job, name, "holds a control character");
       }
     }
-    attempts.push_back(attempt);
+    return content;
   }
-  return attempts;
+
+ private:
+  std::string checked_string(const std::string& key, std::size_t max_bytes, bool free_text) const {
+    const auto* value = find(key);
+    return value == nullptr ? std::string() : check_string(*value, field(key), max_bytes, free_text);
+  }
+
+  const nlohmann::json& m_json;
+  std::string m_path;
+  const std::string& m_job;
+};
+
+// Free-form JSON kept in a record (the proxy's decisions, refused tool uses)
+// is copied and printed recursively: a forged one must not be nested deep
+// enough to overflow the stack.
+bool shallow(const nlohmann::json& value, int depth = 0) {
+  if (depth > 64) return false;
+  if (!value.is_structured()) return true;
+  return std::all_of(value.begin(), value.end(), [&](const nlohmann::json& item) { return shallow(item, depth + 1); });
+}
+
+// Output a worker printed may hold any bytes, escape sequences included; it
+// is stored as it came and only bounded here.
+std::string output_tail(const Reader& in, const std::string& key) {
+  const auto* value = in.find(key);
+  if (value == nullptr) return {};
+  if (!value->is_string()) in.damaged(key, "is not a string");
+  if (value->get_ref<const std::string&>().size() > max_text_bytes) in.damaged(key, "is too long");
+  return value->get<std::string>();
+}
+
+std::string one_of(const Reader& in, const std::string& key, const std::vector<std::string>& known) {
+  std::string value = in.line(key, max_name_bytes);
+  if (!value.empty() && std::find(known.begin(), known.end(), value) == known.end()) {
+    in.damaged(key, "is not one of " + util::join(known, ", "));
+  }
+  return value;
+}
+
+WorkerReport report_from_json(const Reader& in) {
+  WorkerReport report;
+  report.status = in.line("status", max_name_bytes);
+  report.summary = in.text("summary", max_text_bytes);
+  report.turns = in.integer<std::int64_t>("turns", 0, 0, std::int64_t{1} << 50);
+  report.cost_usd = in.number("cost_usd", 1e9);
+  report.model = in.line("model", max_name_bytes);
+  report.session_id = in.line("session_id", max_name_bytes);
+  if (const auto* denials = in.find("permission_denials")) {
+    if (!denials->is_array()) in.damaged("permission_denials", "is not an array");
+    if (denials->size() > max_items) in.damaged("permission_denials", "has too many items");
+    if (!shallow(*denials)) in.damaged("permission_denials", "is nested too deep");
+    report.permission_denials = *denials;
+  }
+  return report;
+}
+
+GateRecord gate_from_json(const Reader& in) {
+  GateRecord gate;
+  gate.name = in.line("name", max_name_bytes);
+  gate.command = in.text("command", max_text_bytes);
+  gate.commit = in.object_id("commit");
+  gate.passed = in.boolean("passed");
+  gate.exit_code = in.integer("exit_code", -1, -255, 65535);
+  gate.ended_by = in.line("ended_by", max_name_bytes);
+  gate.duration_ms = in.integer<std::int64_t>("duration_ms", 0, 0, max_duration_ms);
+  gate.output_tail = output_tail(in, "output_tail");
+  return gate;
+}
+
+AttemptRecord attempt_from_json(const Reader& in, const std::string& job) {
+  AttemptRecord attempt;
+  attempt.number = in.integer("number", 0, 0, 1000000);
+  attempt.result = in.object_id("result");
+  attempt.error = in.text("error", max_text_bytes);
+  in.array("gates", [&](const nlohmann::json& item, const std::string& name) {
+    attempt.gates.push_back(gate_from_json(Reader(item, name, job)));
+  });
+  return attempt;
+}
+
+PhaseRecord phase_from_json(const Reader& in) {
+  PhaseRecord phase;
+  phase.name = in.line("name", max_name_bytes);
+  phase.command = in.lines("command", max_text_bytes, true);
+  phase.exit_code = in.integer("exit_code", -1, -255, 65535);
+  phase.ended_by = in.line("ended_by", max_name_bytes);
+  phase.duration_ms = in.integer<std::int64_t>("duration_ms", 0, 0, max_duration_ms);
+  phase.output_tail = output_tail(in, "output_tail");
+  phase.grants = in.lines("grants", max_name_bytes, false);
+  if (const auto* network = in.find("network")) {
+    if (!network->is_array()) in.damaged("network", "is not an array");
+    if (network->size() > max_items) in.damaged("network", "has too many items");
+    if (!shallow(*network)) in.damaged("network", "is nested too deep");
+    phase.network = *network;
+  }
+  return phase;
+}
+
+// Only what `run` records, with values of the right type: resume replays it,
+// and config::Config::set_from_flag validates the values again.
+nlohmann::json run_flags_from_json(const Reader& in, const std::string& job) {
+  nlohmann::json flags = nlohmann::json::object();
+  const Reader run_flags(in.required("run_flags"), in.field("run_flags"), job);
+  for (const auto& [key, value] : in.required("run_flags").items()) {
+    if (key != "config" && key != "gates") run_flags.damaged(key, "is not a known key");
+  }
+  if (const auto* config = run_flags.find("config")) {
+    const Reader values(*config, run_flags.field("config"), job);
+    nlohmann::json kept = nlohmann::json::object();
+    for (const auto& [key, value] : config->items()) {
+      const auto& known = replayable_run_flags();
+      if (std::find(known.begin(), known.end(), key) == known.end()) {
+        values.damaged(key, "is not a key run records (known: " + util::join(known, ", ") + ")");
+      }
+      if (key == "run.attempts") {
+        kept[key] = values.integer<std::int64_t>(key, 1, 1, 1000);
+      } else {
+        kept[key] = values.text(key, max_text_bytes);
+      }
+    }
+    flags["config"] = kept;
+  }
+  nlohmann::json gates = nlohmann::json::array();
+  run_flags.array("gates", [&](const nlohmann::json& item, const std::string& name) {
+    const Reader gate(item, name, job);
+    const std::string command = gate.text("command", max_text_bytes);
+    if (command.empty()) gate.damaged("command", "is missing");
+    gates.push_back({{"name", gate.text("name", max_name_bytes)},
+                     {"command", command},
+                     {"timeout", gate.integer<std::int64_t>("timeout", 0, 0, 1000000000)}});
+  });
+  flags["gates"] = gates;
+  return flags;
 }
 
 }  // namespace
@@ -138,29 +371,37 @@ nlohmann::json to_json(const JobRecord& record) {
   nlohmann::json phases = nlohmann::json::array();
   for (const auto& phase : record.phases) {
     std::vector<std::string> command;
-    for (const auto& word : phase.command) command.push_back(text(word));
-    phases.push_back({{"name", text(phase.name)},
+    for (const auto& word : phase.command) command.push_back(bounded(word));
+    std::vector<std::string> grants;
+    for (const auto& grant : phase.grants) grants.push_back(line(grant));
+    phases.push_back({{"name", line(phase.name)},
                       {"command", command},
                       {"exit_code", phase.exit_code},
-                      {"ended_by", text(phase.ended_by)},
+                      {"ended_by", line(phase.ended_by)},
                       {"duration_ms", phase.duration_ms},
-                      {"output_tail", text(phase.output_tail)},
-                      {"grants", phase.grants},
+                      {"output_tail", output(phase.output_tail)},
+                      {"grants", grants},
                       {"network", phase.network}});
   }
   std::vector<std::string> warnings;
-  for (const auto& warning : record.snapshot_warnings) warnings.push_back(text(warning));
+  for (const auto& warning : record.snapshot_warnings) {
+    if (warnings.size() + 1 == max_items) {
+      warnings.push_back("... and " + std::to_string(record.snapshot_warnings.size() - warnings.size()) + " more");
+      break;
+    }
+    warnings.push_back(bounded(warning));
+  }
   return {
       {"format", record.format},
       {"id", record.id},
-      {"title", text(record.title)},
+      {"title", line(record.title, max_title_bytes)},
       {"prompt", text(record.prompt)},
       {"state", state_name(record.state)},
       {"base", record.base},
       {"result", null_if_empty(record.result)},
       {"executor", record.executor.name},
       {"executor_command", null_if_empty(record.executor.command)},
-      {"executor_version", null_if_empty(record.executor.version)},
+      {"executor_version", null_if_empty(record.executor.version, false)},
       {"created_at", record.created_at},
       {"finished_at", null_if_empty(record.finished_at)},
       {"error", null_if_empty(record.error)},
@@ -173,62 +414,82 @@ nlohmann::json to_json(const JobRecord& record) {
       {"run_flags", record.run_flags.is_object() ? record.run_flags : nlohmann::json::object()}};
 }
 
-JobRecord record_from_json(const nlohmann::json& json) {
+namespace {
+
+// A field's name may hold a key from the record: shown cut and without
+// control characters.
+std::string printable_field(const std::string& field) {
+  std::string shown;
+  for (const char c : field.substr(0, 120)) {
+    const auto byte = static_cast<unsigned char>(c);
+    shown += byte < 0x20U || byte == 0x7fU ? '?' : c;
+  }
+  return shown;
+}
+
+}  // namespace
+
+DamagedRecord::DamagedRecord(std::string job, std::string field, std::string problem)
+    : DamagedRecord(std::move(job), printable_field(field), std::move(problem), 0) {}
+
+DamagedRecord::DamagedRecord(std::string job, std::string field, std::string problem, int)
+    : Error(ExitCode::usage,
+            (job.empty() ? std::string("a job record") : "job " + job) + " is damaged: " + field + " " + problem,
+            job.empty() ? std::string("it was not written by git-mullet as it is now")
+                        : "it was not written by git-mullet as it is now (fetched from elsewhere?); remove it with "
+                          "`git mullet discard " +
+                              job + "`"),
+      m_job(std::move(job)),
+      m_field(std::move(field)),
+      m_problem(std::move(problem)) {}
+
+const std::vector<std::string>& replayable_run_flags() {
+  static const std::vector<std::string> keys = {"run.command", "run.executor", "run.setup", "run.attempts"};
+  return keys;
+}
+
+bool is_object_id(const std::string& text) {
+  return text.size() == 40 && text.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+JobRecord record_from_json(const nlohmann::json& json, const std::string& job) {
+  const Reader in(json, "", job);
   JobRecord record;
-  if (!json.is_object()) return record;
-  record.format = integer_or(json, "format", 1);
-  record.id = string_or_empty(json, "id");
-  record.title = string_or_empty(json, "title");
-  record.prompt = string_or_empty(json, "prompt");
-  record.state = parse_state(string_or_empty(json, "state")).value_or(JobState::failed);
-  record.base = string_or_empty(json, "base");
-  record.result = string_or_empty(json, "result");
-  record.created_at = string_or_empty(json, "created_at");
-  record.finished_at = string_or_empty(json, "finished_at");
-  record.error = string_or_empty(json, "error");
-  record.executor.name = string_or_empty(json, "executor");
-  record.executor.command = string_or_empty(json, "executor_command");
-  record.executor.version = string_or_empty(json, "executor_version");
-  if (const auto phases = json.find("phases"); phases != json.end() && phases->is_array()) {
-    for (const auto& item : *phases) {
-      if (!item.is_object()) continue;
-      PhaseRecord phase;
-      phase.name = string_or_empty(item, "name");
-      if (const auto command = item.find("command"); command != item.end() && command->is_array()) {
-        for (const auto& word : *command) {
-          if (word.is_string()) phase.command.push_back(word.get<std::string>());
-        }
-      }
-      phase.exit_code = integer_or(item, "exit_code", -1);
-      phase.ended_by = string_or_empty(item, "ended_by");
-      phase.duration_ms = integer_or(item, "duration_ms", std::int64_t{0});
-      phase.output_tail = string_or_empty(item, "output_tail");
-      if (const auto grants = item.find("grants"); grants != item.end() && grants->is_array()) {
-        for (const auto& grant : *grants) {
-          if (grant.is_string()) phase.grants.push_back(grant.get<std::string>());
-        }
-      }
-      if (const auto network = item.find("network"); network != item.end() && network->is_array()) {
-        phase.network = *network;
-      }
-      record.phases.push_back(phase);
-    }
+  record.format = in.integer("format", 1, 1, 1);
+  record.id = in.line("id", max_name_bytes);
+  if (!is_valid_job_id(record.id))
+    in.damaged("id", "is not a job id (" + std::to_string(job_id_length) + " hex digits)");
+  if (!job.empty() && record.id != job) in.damaged("id", "is not the id its ref names");
+  record.title = in.line("title", max_title_bytes);
+  record.prompt = in.text("prompt", max_prompt_bytes);
+  const auto state = parse_state(in.line("state", max_name_bytes));
+  if (!state) in.damaged("state", "is not a known state");
+  record.state = *state;
+  record.base = in.object_id("base");
+  if (record.base.empty()) in.damaged("base", "is missing");
+  record.result = in.object_id("result");
+  record.created_at = in.line("created_at", max_name_bytes);
+  record.finished_at = in.line("finished_at", max_name_bytes);
+  record.error = in.text("error", max_text_bytes);
+  record.executor.name = one_of(in, "executor", {"claude", "command"});
+  record.executor.command = in.text("executor_command", max_text_bytes);
+  record.executor.version = in.line("executor_version", max_name_bytes);
+  in.array("phases", [&](const nlohmann::json& item, const std::string& name) {
+    record.phases.push_back(phase_from_json(Reader(item, name, job)));
+  });
+  record.snapshot_warnings = in.lines("snapshot_warnings", max_text_bytes, true);
+  if (const auto* runner = in.find("runner")) {
+    const Reader fields(*runner, "runner", job);
+    record.runner.pid = fields.integer("pid", 0, 0, 1 << 22);
+    record.runner.start_ticks =
+        fields.integer<std::uint64_t>("start_ticks", 0, 0, std::numeric_limits<std::int64_t>::max());
+    record.runner.boot_id = fields.line("boot_id", max_name_bytes);
   }
-  if (const auto warnings = json.find("snapshot_warnings"); warnings != json.end() && warnings->is_array()) {
-    for (const auto& item : *warnings) {
-      if (item.is_string()) record.snapshot_warnings.push_back(item.get<std::string>());
-    }
-  }
-  if (const auto runner = json.find("runner"); runner != json.end() && runner->is_object()) {
-    record.runner.pid = integer_or(*runner, "pid", 0);
-    record.runner.start_ticks = integer_or(*runner, "start_ticks", std::uint64_t{0});
-    record.runner.boot_id = string_or_empty(*runner, "boot_id");
-  }
-  if (const auto report = json.find("report"); report != json.end()) record.report = report_from_json(*report);
-  if (const auto flags = json.find("run_flags"); flags != json.end() && flags->is_object()) record.run_flags = *flags;
-  if (const auto attempts = json.find("attempts"); attempts != json.end()) {
-    record.attempts = attempts_from_json(*attempts);
-  }
+  if (const auto* report = in.find("report")) record.report = report_from_json(Reader(*report, "report", job));
+  if (in.find("run_flags") != nullptr) record.run_flags = run_flags_from_json(in, job);
+  in.array("attempts", [&](const nlohmann::json& item, const std::string& name) {
+    record.attempts.push_back(attempt_from_json(Reader(item, name, job), job));
+  });
   return record;
 }
 

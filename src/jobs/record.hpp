@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/error.hpp"
+
 namespace mullet::jobs {
 
 enum class JobState { running, succeeded, no_changes, failed, refused, cancelled, interrupted };
@@ -101,9 +103,33 @@ struct JobRecord {
   nlohmann::json run_flags = nlohmann::json::object();
 };
 
+// A record that is not one git-mullet writes. Records travel with
+// `git fetch 'refs/mullet/*'`, so every field is hostile input until checked.
+class DamagedRecord : public Error {
+ public:
+  DamagedRecord(std::string job, std::string field, std::string problem);
+  const std::string& job() const { return m_job; }
+  const std::string& field() const { return m_field; }
+  const std::string& problem() const { return m_problem; }
+
+ private:
+  DamagedRecord(std::string job, std::string field, std::string problem, int);
+  std::string m_job;
+  std::string m_field;
+  std::string m_problem;
+};
+
+// The keys `run` records in run_flags.config, which `resume` may replay.
+const std::vector<std::string>& replayable_run_flags();
+
 nlohmann::json to_json(const JobRecord& record);
-// Tolerant of missing fields (records written by older versions).
-JobRecord record_from_json(const nlohmann::json& json);
+// Checks every field for type, size and content and throws DamagedRecord
+// (naming `job`, the field and the problem) at the first one that is wrong.
+// Missing optional fields take their defaults (records written by older
+// versions); id, state and base are required.
+JobRecord record_from_json(const nlohmann::json& json, const std::string& job = {});
+// True for a full lowercase hex object id.
+bool is_object_id(const std::string& text);
 // The small subset `list` needs, kept in the record commit's message.
 nlohmann::json summary_json(const JobRecord& record);
 

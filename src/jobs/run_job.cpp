@@ -404,6 +404,14 @@ std::vector<config::Gate> restore_run_flags(const JobRecord& record, config::Con
   if (const auto values = flags.find("config"); values != flags.end() && values->is_object()) {
     for (const auto& [key, value] : values->items()) {
       if (config.entries().count(key) == 0) continue;
+      // The record may come from a fetch: like a repository's .mullet.toml it
+      // may not choose what only the user's own configuration chooses.
+      if ((key == "run.command" || key == "run.executor") && value.is_string() &&
+          value.get<std::string>() != config.string(key)) {
+        throw usage_error(
+            "job " + record.id + "'s record asks resume to set " + key + ", which only your own configuration may set",
+            "if you started it with that " + key + ", set it in your config file and resume again");
+      }
       if (value.is_string()) config.set_from_flag(key, value.get<std::string>(), origin);
       if (value.is_number_integer()) config.set_from_flag(key, value.get<std::int64_t>(), origin);
     }

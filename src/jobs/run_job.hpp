@@ -47,6 +47,9 @@ RunOutcome resume_job(const git::Repository& repo, const config::Config& config,
 
 // What the job's own command line added to the configuration (its command,
 // setup, attempts...), applied again to `config`; returns its --gate gates.
+// The record may have been fetched: run.command and run.executor, which only
+// the user's configuration chooses, are refused (usage error) unless `config`
+// already has the same value; the record cannot hold other keys.
 std::vector<config::Gate> restore_run_flags(const JobRecord& record, config::Config& config);
 
 int exit_code_for(JobState state);

@@ -19,6 +19,32 @@ std::string commit_summary_line(git_commit* commit) {
   return message.substr(start);
 }
 
+// What a record commit may hold: a little more than run_job keeps (8 MiB of
+// worker.log, 64 MiB of events.jsonl, each with a cut marker).
+std::size_t max_record_file_bytes(const std::string& name) {
+  if (name == "events.jsonl") return 65U << 20U;
+  if (name == "worker.log") return 9U << 20U;
+  return 16U << 20U;
+}
+
+// The commit a job's ref points at; a ref naming a tree or a missing object is
+// a damaged record, not an internal error. Its size is checked first: libgit2
+// reads a commit (its message is the summary line) whole.
+git::CommitPtr record_commit(git_repository* repo, const git_oid& id, const std::string& job) {
+  git_odb* raw_odb = nullptr;
+  check(git_repository_odb(&raw_odb, repo), "cannot open the object database");
+  git::OdbPtr odb(raw_odb);
+  std::size_t size = 0;
+  git_object_t type = GIT_OBJECT_INVALID;
+  if (git_odb_read_header(&size, &type, odb.get(), &id) < 0 || type != GIT_OBJECT_COMMIT) {
+    throw DamagedRecord(job, "its ref", "does not name a commit");
+  }
+  if (size > max_record_file_bytes("")) throw DamagedRecord(job, "its record commit", "is too large");
+  git_commit* raw = nullptr;
+  if (git_commit_lookup(&raw, repo, &id) < 0) throw DamagedRecord(job, "its ref", "does not name a commit");
+  return git::CommitPtr(raw);
+}
+
 git::CommitPtr lookup_commit(git_repository* repo, const git_oid& id) {
   git_commit* raw = nullptr;
   check(git_commit_lookup(&raw, repo, &id), "cannot read job record " + git::oid_to_string(id));
@@ -41,22 +67,29 @@ std::vector<std::string> JobStore::ids() const {
   return found;
 }
 
-std::vector<JobRecord> JobStore::summaries() const {
-  std::vector<JobRecord> found;
+std::vector<JobSummary> JobStore::summaries() const {
+  std::vector<JobSummary> found;
   git_reference_iterator* raw = nullptr;
   check(git_reference_iterator_glob_new(&raw, m_repo.get(), "refs/mullet/jobs/*"), "cannot list jobs");
   git::ReferenceIteratorPtr iterator(raw);
   git_reference* raw_ref = nullptr;
+  const std::size_t prefix = std::string(jobs_ref_prefix).size();
   while (git_reference_next(&raw_ref, iterator.get()) == 0) {
     git::ReferencePtr ref(raw_ref);
-    const git_oid* target = git_reference_target(ref.get());
-    if (target == nullptr) continue;
-    git_commit* raw_commit = nullptr;
-    if (git_commit_lookup(&raw_commit, m_repo.get(), target) < 0) continue;
-    git::CommitPtr commit(raw_commit);
-    const auto summary = nlohmann::json::parse(commit_summary_line(commit.get()), nullptr, false);
-    if (summary.is_discarded() || !summary.is_object()) continue;
-    found.push_back(record_from_json(summary));
+    JobSummary summary;
+    summary.id = std::string(git_reference_name(ref.get())).substr(prefix);
+    if (!is_valid_job_id(summary.id)) continue;
+    try {
+      const git_oid* target = git_reference_target(ref.get());
+      if (target == nullptr) throw DamagedRecord(summary.id, "its ref", "is not a direct reference");
+      const auto commit = record_commit(m_repo.get(), *target, summary.id);
+      const auto json = nlohmann::json::parse(commit_summary_line(commit.get()), nullptr, false);
+      if (json.is_discarded()) throw DamagedRecord(summary.id, "the summary line", "is not JSON");
+      summary.record = record_from_json(json, summary.id);
+    } catch (const DamagedRecord& damaged) {
+      summary.damage = damaged.field() + " " + damaged.problem();
+    }
+    found.push_back(std::move(summary));
   }
   return found;
 }
@@ -65,33 +98,101 @@ std::optional<StoredJob> JobStore::load(const std::string& id) const {
   git_reference* raw_ref = nullptr;
   if (git_reference_lookup(&raw_ref, m_repo.get(), ref_name(id).c_str()) < 0) return std::nullopt;
   git::ReferencePtr ref(raw_ref);
-  git_reference* raw_resolved = nullptr;
-  check(git_reference_resolve(&raw_resolved, ref.get()), "cannot read " + ref_name(id));
-  git::ReferencePtr resolved(raw_resolved);
+  if (git_reference_type(ref.get()) != GIT_REFERENCE_DIRECT) {
+    throw DamagedRecord(id, "its ref", "is not a direct reference");
+  }
   StoredJob job;
-  job.record_commit = *git_reference_target(resolved.get());
+  job.record_commit = *git_reference_target(ref.get());
+  job.record.id = id;
+  const auto commit = record_commit(m_repo.get(), job.record_commit, id);
   auto content = read_file(job, "job.json");
-  if (!content) throw failure("job " + id + " has no job.json in its record");
+  if (!content) throw DamagedRecord(id, "job.json", "is missing");
   const auto json = nlohmann::json::parse(*content, nullptr, false);
-  if (json.is_discarded()) throw failure("job " + id + " has a damaged job.json");
-  job.record = record_from_json(json);
+  if (json.is_discarded()) throw DamagedRecord(id, "job.json", "is not JSON");
+  job.record = record_from_json(json, id);
+  check_commits(job.record, commit.get());
   return job;
 }
 
+void JobStore::check_commits(const JobRecord& r, git_commit* record) const {
+  // The record commit's parents are the base and the result: what gc keeps
+  // must be what the record names.
+  expect_commit(r.id, "base", r.base, true);
+  expect_commit(r.id, "result", r.result, true);
+  const unsigned expected_parents = r.result.empty() ? 1 : 2;
+  if (git_commit_parentcount(record) != expected_parents ||
+      git::oid_to_string(*git_commit_parent_id(record, 0)) != r.base ||
+      (!r.result.empty() && git::oid_to_string(*git_commit_parent_id(record, 1)) != r.result)) {
+    throw DamagedRecord(r.id, "base/result", "are not the record commit's parents");
+  }
+  // Earlier attempts' snapshots may have been pruned; those that exist must be commits.
+  for (std::size_t a = 0; a < r.attempts.size(); ++a) {
+    const std::string field = "attempts[" + std::to_string(a) + "]";
+    expect_commit(r.id, field + ".result", r.attempts[a].result, false);
+    for (std::size_t g = 0; g < r.attempts[a].gates.size(); ++g) {
+      expect_commit(r.id, field + ".gates[" + std::to_string(g) + "].commit", r.attempts[a].gates[g].commit, false);
+    }
+  }
+}
+
+void JobStore::expect_commit(const std::string& id, const std::string& field, const std::string& hex,
+                             bool must_exist) const {
+  if (hex.empty()) return;
+  const git_oid oid = git::oid_from_string(hex);
+  git_odb* raw_odb = nullptr;
+  check(git_repository_odb(&raw_odb, m_repo.get()), "cannot open the object database");
+  git::OdbPtr odb(raw_odb);
+  std::size_t size = 0;
+  git_object_t type = GIT_OBJECT_INVALID;
+  if (git_odb_read_header(&size, &type, odb.get(), &oid) < 0) {
+    if (must_exist) throw DamagedRecord(id, field, "names an object this repository does not have");
+    return;
+  }
+  if (type != GIT_OBJECT_COMMIT) throw DamagedRecord(id, field, "does not name a commit");
+}
+
+std::string JobStore::resolve(const std::string& prefix) const {
+  return value_or_throw(match_job_id(ids(), prefix));
+}
+
+std::optional<git_oid> JobStore::ref_target(const std::string& id) const {
+  git_reference* raw_ref = nullptr;
+  if (git_reference_lookup(&raw_ref, m_repo.get(), ref_name(id).c_str()) < 0) return std::nullopt;
+  git::ReferencePtr ref(raw_ref);
+  const git_oid* target = git_reference_target(ref.get());
+  if (target == nullptr) return std::nullopt;
+  return *target;
+}
+
 StoredJob JobStore::find(const std::string& prefix) const {
-  const std::string id = value_or_throw(match_job_id(ids(), prefix));
+  const std::string id = resolve(prefix);
   auto job = load(id);
   if (!job) throw usage_error("no job matches '" + prefix + "'");
   return *job;
 }
 
 std::optional<std::string> JobStore::read_file(const StoredJob& job, const std::string& name) const {
-  auto commit = lookup_commit(m_repo.get(), job.record_commit);
+  auto commit = record_commit(m_repo.get(), job.record_commit, job.record.id);
   git_tree* raw_tree = nullptr;
   check(git_commit_tree(&raw_tree, commit.get()), "cannot read a job record");
   git::TreePtr tree(raw_tree);
   const git_tree_entry* entry = git_tree_entry_byname(tree.get(), name.c_str());
   if (entry == nullptr) return std::nullopt;
+  // Checked before reading: a forged record may hold a tree, a symlink or a
+  // blob of gigabytes under these names.
+  if (git_tree_entry_filemode(entry) != GIT_FILEMODE_BLOB) throw DamagedRecord(job.record.id, name, "is not a file");
+  git_odb* raw_odb = nullptr;
+  check(git_repository_odb(&raw_odb, m_repo.get()), "cannot open the object database");
+  git::OdbPtr odb(raw_odb);
+  std::size_t size = 0;
+  git_object_t type = GIT_OBJECT_INVALID;
+  if (git_odb_read_header(&size, &type, odb.get(), git_tree_entry_id(entry)) < 0 || type != GIT_OBJECT_BLOB) {
+    throw DamagedRecord(job.record.id, name, "is missing or not a blob");
+  }
+  const std::size_t limit = max_record_file_bytes(name);
+  if (size > limit) {
+    throw DamagedRecord(job.record.id, name, "is larger than " + std::to_string(limit >> 20U) + " MiB");
+  }
   return m_repo.read_blob(*git_tree_entry_id(entry));
 }
 
@@ -141,6 +242,13 @@ git_oid JobStore::write_record_commit(const JobRecord& record, const std::map<st
 }
 
 git_oid JobStore::create(const JobRecord& record) {
+  // A job whose task could not be read back (a prompt too long, a title with
+  // control characters) is refused before it exists.
+  try {
+    record_from_json(to_json(record), record.id);
+  } catch (const DamagedRecord& damaged) {
+    throw usage_error("cannot record this job: its " + damaged.field() + " " + damaged.problem());
+  }
   const git_oid commit = write_record_commit(record, {}, std::nullopt);
   git_reference* raw = nullptr;
   check(git_reference_create(&raw, m_repo.get(), ref_name(record.id).c_str(), &commit, 0, "git-mullet run"),

@@ -24,6 +24,14 @@ namespace mullet::jobs {
 inline constexpr const char* jobs_ref_prefix = "refs/mullet/jobs/";
 inline constexpr const char* discarded_ref = "refs/mullet/discarded";
 
+// One line of `list`: the summary from the record commit's message, or what
+// is wrong with it.
+struct JobSummary {
+  std::string id;  // from the ref's name
+  JobRecord record;
+  std::string damage;  // empty unless the record is damaged
+};
+
 struct StoredJob {
   JobRecord record;
   git_oid record_commit{};
@@ -34,12 +42,19 @@ class JobStore {
   explicit JobStore(const git::Repository& repo) : m_repo(repo) {}
 
   std::vector<std::string> ids() const;
-  // Every job's summary (from the commit messages), unordered.
-  std::vector<JobRecord> summaries() const;
+  // Every job's summary (from the commit messages), unordered; a damaged one
+  // is listed with its damage instead of failing the list.
+  std::vector<JobSummary> summaries() const;
+  // Throws DamagedRecord (exit 2) for a record that fails validation
+  // (jobs/record.hpp), whose base/result are not the record commit's parents
+  // or do not name commits, or whose files are not bounded blobs.
   std::optional<StoredJob> load(const std::string& id) const;
+  // The unique job id `prefix` names; usage error otherwise.
+  std::string resolve(const std::string& prefix) const;
   // Resolves a unique prefix to a stored job; usage error otherwise.
   StoredJob find(const std::string& prefix) const;
-  // A file kept beside job.json (a log); nullopt when absent.
+  // A file kept beside job.json (a log); nullopt when absent; DamagedRecord
+  // when it is not a blob or larger than what run_job keeps.
   std::optional<std::string> read_file(const StoredJob& job, const std::string& name) const;
 
   // Creates the job's ref; fails if it exists.
@@ -52,11 +67,16 @@ class JobStore {
   // Reads, applies `change`, saves; retries when the ref moved meanwhile.
   StoredJob update(const std::string& id, const std::function<void(JobRecord&)>& change,
                    const std::map<std::string, std::string>& files = {});
+  // The record commit the job's ref names, without reading the record (so a
+  // damaged job can still be discarded).
+  std::optional<git_oid> ref_target(const std::string& id) const;
   // Deletes the job's ref if it still points at `expected`, leaving a trace in
   // the reflog of refs/mullet/discarded. False when the ref moved.
   bool remove(const std::string& id, const git_oid& expected);
 
  private:
+  void check_commits(const JobRecord& record, git_commit* record_commit) const;
+  void expect_commit(const std::string& id, const std::string& field, const std::string& hex, bool must_exist) const;
   git_oid write_record_commit(const JobRecord& record, const std::map<std::string, std::string>& files,
                               const std::optional<git_oid>& previous) const;
   const git::Repository& m_repo;

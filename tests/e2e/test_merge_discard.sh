@@ -107,6 +107,31 @@ test_merge_refusals_change_nothing() {
   expect_exit 2 git mullet merge "$good" --branch 'valid/name-1.2'
 }
 
+# Creating the branch is atomic: of concurrent merges of one job into one
+# branch name, exactly one creates it and the others say it exists.
+test_concurrent_merges_create_the_branch_once() {
+  new_repo repo
+  cd repo
+  run_job -m "add a file" --command 'echo merged >merged.txt'
+  local result round i
+  result="$(json_field "$JOB_JSON" result)"
+  for round in 1 2 3 4 5; do
+    for i in 1 2 3 4; do
+      git mullet merge "$JOB" --branch "race-$round" >"$TEST_ROOT/out.$round.$i" 2>"$TEST_ROOT/err.$round.$i" &
+    done
+    local codes=() pid
+    for pid in $(jobs -p); do
+      wait "$pid"
+      codes+=($?)
+    done
+    assert_eq "$(printf '%s\n' "${codes[@]}" | sort | tr '\n' ' ')" "0 2 2 2 " "exit codes of round $round"
+    assert_eq "$(cat "$TEST_ROOT"/out.$round.* | grep -c '^created branch')" 1 "branches created in round $round"
+    assert_eq "$(cat "$TEST_ROOT"/err.$round.* | grep -c "branch 'race-$round' already exists")" 3 \
+      "'already exists' refusals in round $round"
+    assert_eq "$(git rev-parse "race-$round")" "$result" "the branch of round $round"
+  done
+}
+
 test_discard_removes_one_job_and_nothing_else() {
   new_repo repo
   mkdir precious
