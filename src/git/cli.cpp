@@ -97,7 +97,9 @@ util::CapturedRun run_git(const GitCliTarget& target, const std::vector<std::str
   options.argv.insert(options.argv.end(), args.begin(), args.end());
   options.env = hardened_git_environment(target);
   if (target.work_tree) options.cwd = *target.work_tree;
-  return util::run_capture(options, input);
+  // No deadline: a checkout of a huge repository is legitimately slow. The
+  // user can stop it, and the job then ends as cancelled.
+  return util::run_capture(options, input, {0, true});
 }
 
 util::ExitStatus run_git_passthrough(const GitCliTarget& target, const std::vector<std::string>& args) {

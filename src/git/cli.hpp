@@ -29,7 +29,8 @@ std::vector<std::string> borrowed_object_dirs(const std::string& objects_dir);
 std::vector<std::string> hardened_git_prefix();
 util::Environment hardened_git_environment(const GitCliTarget& target);
 
-// Runs `git <args>` and captures its output; throws when git cannot start.
+// Runs `git <args>` and captures its output; throws when git cannot start or
+// when SIGINT/SIGTERM stopped it.
 util::CapturedRun run_git(const GitCliTarget& target, const std::vector<std::string>& args,
                           const std::string& input = {});
 // Runs it with our stdout/stderr (for output meant for the user).
