@@ -35,7 +35,7 @@ util::CapturedRun ask(const std::string& binary, const std::string& flag, const 
                  {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"}};
   options.cwd = scratch;
   options.die_with_parent = true;
-  return util::run_capture(options);
+  return util::run_capture(options, {}, {util::probe_deadline_seconds, true});
 }
 
 }  // namespace
@@ -91,6 +91,10 @@ Binary probe_binary(const std::string& real_path, const std::string& cache_dir) 
   try {
     version = ask(real_path, "--version", scratch);
     help = ask(real_path, "--help", scratch);
+  } catch (const Error& error) {
+    util::remove_tree(scratch);
+    throw usage_error("the Claude Code binary " + real_path + " does not answer --version and --help: " + error.what(),
+                      "check the installation: run '" + real_path + " --version'");
   } catch (...) {
     util::remove_tree(scratch);
     throw;

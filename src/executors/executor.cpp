@@ -48,6 +48,7 @@ std::string describe_stop(const std::string& ended_by) {
       {"turns", "the turn limit (limits.turns)"},
       {"cost", "the cost limit (limits.cost_usd)"},
       {"cancelled", "git-mullet was interrupted (SIGINT or SIGTERM)"},
+      {"stalled", "every process left in the sandbox was stopped, so none could run again (the worker was gone)"},
   };
   for (const auto& [name, meaning] : meanings) {
     if (ended_by == name) return name + ": " + meaning;

@@ -38,7 +38,8 @@ std::vector<std::string> read_tree_args(const std::string& tree_ish);
 // is checked under the ref's lock).
 std::vector<std::string> create_ref_args(const std::string& ref, const std::string& commit, const std::string& message);
 
-// Runs `git <args>` and captures its output; throws when git cannot start.
+// Runs `git <args>` and captures its output; throws when git cannot start or
+// when SIGINT/SIGTERM stopped it.
 util::CapturedRun run_git(const GitCliTarget& target, const std::vector<std::string>& args,
                           const std::string& input = {});
 // Runs it with our stdout/stderr (for output meant for the user).

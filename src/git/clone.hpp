@@ -29,8 +29,9 @@ void create_private_clone(const Repository& user_repo, const git_oid& base, cons
 
 // Replaces whatever the work tree's .git is (the worker may have rewritten it
 // to point at a git dir of its own) with a file naming `git_dir`, without
-// following any symlink. A user who later runs git in the leftover work tree
-// then lands in our clone's git dir, not the worker's.
+// following any symlink. Callers pass the git dir as the next sandbox sees it:
+// the next attempt's worker runs git there, and a host path would both break
+// it and tell the worker where the repository lives.
 void reset_git_file(const std::string& work_tree, const std::string& git_dir);
 
 // After the work tree changed owner (git-mullet as root hands it to the

@@ -17,6 +17,7 @@
 #include "jobs/phases.hpp"
 #include "jobs/slots.hpp"
 #include "jobs/store.hpp"
+#include "sandbox/plan.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/signals.hpp"
@@ -291,7 +292,7 @@ class JobRun {
         m_record.snapshot_warnings.push_back(warning);
       }
     }
-    git::reset_git_file(m_paths.work_tree, m_paths.git_dir);
+    git::reset_git_file(m_paths.work_tree, sandbox::inside::git_dir);
     spdlog::debug("snapshot of job {}: {} files unchanged since checkout, {} read", m_record.id, snapshot.files_reused,
                   snapshot.files_hashed);
     if (git_oid_cmp(&snapshot.tree, &base_tree) == 0) {
@@ -374,6 +375,8 @@ RunOutcome run_and_record(const git::Repository& repo, const config::Config& con
     hint = job.hint();
   } catch (const Error& error) {
     record.state = error.code() == ExitCode::refused ? JobState::refused : JobState::failed;
+    // What a signal stopped (the clone's checkout) ends the job as cancelled.
+    if (record.state == JobState::failed && util::cancel_requested()) record.state = JobState::cancelled;
     record.error = error.what();
     hint = error.hint();
   } catch (const std::exception& error) {

@@ -23,15 +23,17 @@ std::string read_sysctl(const std::string& path) {
   }
 }
 
-std::string program_version(const std::string& program, const std::string& flag) {
+// The first line the program prints for `flag`; a program that does not
+// answer in time is as good as missing.
+Result<std::string> program_version(const std::string& program, const std::string& flag) {
   util::SpawnOptions options;
   options.argv = {program, flag};
   options.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}};
   try {
-    const auto run = util::run_capture(options);
+    const auto run = util::run_capture(options, {}, {util::probe_deadline_seconds, true});
     return util::first_line(run.out.empty() ? run.err : run.out, 80);
-  } catch (const Error&) {
-    return "";
+  } catch (const Error& error) {
+    return fail(error);
   }
 }
 
@@ -40,8 +42,14 @@ Check check_program(const std::string& name, const std::string& program, const s
   const char* path = std::getenv("PATH");
   const std::string found = util::find_in_path(program, path != nullptr ? path : "");
   Check check{name, !found.empty(), required, {}, fix};
-  check.detail =
-      found.empty() ? program + " not found on PATH" : program_version(found, version_flag) + " (" + found + ")";
+  if (found.empty()) {
+    check.detail = program + " not found on PATH";
+  } else if (const auto version = program_version(found, version_flag)) {
+    check.detail = *version + " (" + found + ")";
+  } else {
+    check.ok = false;
+    check.detail = version.error().what();
+  }
   return check;
 }
 
@@ -92,7 +100,7 @@ Check probe_sandbox() {
     options.gid = 65534;
   }
   try {
-    const auto run = util::run_capture(options);
+    const auto run = util::run_capture(options, {}, {util::probe_deadline_seconds, true});
     check.ok = run.status.success();
     check.detail = check.ok ? "bubblewrap built a test sandbox" : util::trim(run.err + run.out);
     if (!check.ok) check.fix = diagnose_bwrap_failure(run.err + run.out);
@@ -159,7 +167,8 @@ std::vector<Check> run_doctor_checks() {
                       "git-mullet runs as root: sandboxes run as host uid 65534 (see [sandbox] uid)", ""});
   }
   checks.push_back(check_program("git", "git", "apt-get install git", true));
-  checks.push_back(check_program("socat (Claude Code's own sandbox needs it)", "socat", "apt-get install socat", false, "-V"));
+  checks.push_back(
+      check_program("socat (Claude Code's own sandbox needs it)", "socat", "apt-get install socat", false, "-V"));
   return checks;
 }
 

@@ -32,6 +32,7 @@ constexpr int wall_check_failed_code = 121;
 struct ProcInfo {
   pid_t parent = 0;
   std::uint64_t rss_pages = 0;
+  char state = '?';  // R, S, D, T (stopped), t (tracing stop), Z, ...
 };
 
 std::map<pid_t, ProcInfo> read_processes() {
@@ -48,16 +49,15 @@ std::map<pid_t, ProcInfo> read_processes() {
     if (close == std::string::npos) continue;
     const auto fields = util::split(stat->substr(close + 2), ' ');
     if (fields.size() < 22) continue;
-    processes[pid] =
-        ProcInfo{static_cast<pid_t>(std::atoi(fields[1].c_str())), std::strtoull(fields[21].c_str(), nullptr, 10)};
+    processes[pid] = ProcInfo{static_cast<pid_t>(std::atoi(fields[1].c_str())),
+                              std::strtoull(fields[21].c_str(), nullptr, 10), fields[0].empty() ? '?' : fields[0][0]};
   }
   ::closedir(dir);
   return processes;
 }
 
-// Resident memory of `root` and all its descendants, in bytes.
-std::uint64_t tree_resident_bytes(pid_t root) {
-  const auto processes = read_processes();
+// `root` and all its descendants.
+std::set<pid_t> process_tree(pid_t root, const std::map<pid_t, ProcInfo>& processes) {
   std::set<pid_t> in_tree = {root};
   bool grew = true;
   while (grew) {
@@ -69,6 +69,36 @@ std::uint64_t tree_resident_bytes(pid_t root) {
       }
     }
   }
+  return in_tree;
+}
+
+// True when no process inside the sandbox can ever run again: every one
+// below bwrap is stopped or a zombie, and at least one is stopped (all
+// zombies is bwrap about to reap them and end). Only a process inside could
+// continue a stopped one, so a worker that stopped the sandbox's init (by
+// ptrace-attaching it, say) and exited would otherwise hold the job until a
+// limit.
+bool sandbox_stalled(pid_t bwrap) {
+  const auto processes = read_processes();
+  bool any_stopped = false;
+  for (const pid_t pid : process_tree(bwrap, processes)) {
+    if (pid == bwrap) continue;
+    const auto found = processes.find(pid);
+    if (found == processes.end()) continue;
+    const char state = found->second.state;
+    if (state == 'T' || state == 't') {
+      any_stopped = true;
+    } else if (state != 'Z' && state != 'X') {
+      return false;
+    }
+  }
+  return any_stopped;
+}
+
+// Resident memory of `root` and all its descendants, in bytes.
+std::uint64_t tree_resident_bytes(pid_t root) {
+  const auto processes = read_processes();
+  const std::set<pid_t> in_tree = process_tree(root, processes);
   std::uint64_t pages = 0;
   for (const pid_t pid : in_tree) {
     if (const auto found = processes.find(pid); found != processes.end()) pages += found->second.rss_pages;
@@ -135,9 +165,10 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
       auto& source = binds.sources[i];
       if (source.fd < 0) continue;
       source.staged_path = staged_path(i);
-      staged.push_back({plan.mounts[i].source, source.staged_path, source.is_directory});
+      staged.push_back({plan.mounts[i].source, source.staged_path, source.is_directory, -1});
     }
-    options.child_setup = [&staged] { return stage_binds_in_child(staged); };
+    options.child_setup = stage_binds_in_child;
+    options.child_setup_data = &staged;
   }
   options.argv = {bwrap};
   for (auto& word : bwrap_arguments(plan, binds.sources, report.write_end.get())) options.argv.push_back(word);
@@ -182,6 +213,8 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   std::size_t stdin_written = 0;
   std::int64_t last_activity = started;
   std::int64_t last_memory_check = started;
+  std::int64_t last_stall_check = started;
+  int stalled_checks = 0;
   std::int64_t last_disk_walk = started;
   // The exact walk runs as often as it stays cheap: every 250 ms for a small
   // tree, less often for a large one (at most ~5% of one core).
@@ -280,6 +313,12 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
           static_cast<std::uint64_t>(plan.limits.memory_mb) * 1024ULL * 1024ULL) {
         kill_sandbox("memory");
       }
+    }
+    if (now - last_stall_check >= 500) {
+      last_stall_check = now;
+      // Twice in a row: /proc is read one process at a time, not at once.
+      stalled_checks = sandbox_stalled(pid) ? stalled_checks + 1 : 0;
+      if (stalled_checks >= 2) kill_sandbox("stalled");
     }
     if (disk_bytes > 0 && now - last_disk_glance >= 250) {
       last_disk_glance = now;

@@ -24,7 +24,8 @@ struct RunIo {
 struct RunResult {
   util::ExitStatus status;
   // exit, signal, timeout, inactivity, memory, disk, cancelled, refused (the
-  // wall check), or what RunIo::poll answered
+  // wall check), stalled (nothing left inside could run), or what
+  // RunIo::poll answered
   std::string ended_by;
   std::int64_t duration_ms = 0;
 };

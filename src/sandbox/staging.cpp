@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "util/error.hpp"
 #include "util/fs.hpp"
@@ -28,22 +29,21 @@ std::string staged_path(std::size_t index) {
   return std::string(staging_root) + "/" + std::to_string(index);
 }
 
-bool stage_binds_in_child(const std::vector<StagedBind>& binds) {
+bool stage_binds_in_child(void* data) {
+  auto& binds = *static_cast<std::vector<StagedBind>*>(data);
   if (::unshare(CLONE_NEWNS) != 0) return false;
   if (::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return false;
   // Open before the tmpfs goes on: nothing may be hidden by it, but the
   // descriptors must belong to this namespace.
-  std::vector<int> fds;
-  for (const auto& bind : binds) {
-    fds.push_back(util::open_path_no_symlinks_raw(bind.source_path));
-    if (fds.back() < 0) return false;
+  for (auto& bind : binds) {
+    bind.fd = util::open_path_no_symlinks_raw(bind.source_path.c_str());
+    if (bind.fd < 0) return false;
   }
   if (::mount("mullet-stage", staging_mountpoint, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0) {
     return false;
   }
   if (::mkdir(staging_root, 0755) != 0) return false;
-  for (std::size_t i = 0; i < binds.size(); ++i) {
-    const StagedBind& bind = binds[i];
+  for (const auto& bind : binds) {
     if (bind.is_directory) {
       if (::mkdir(bind.staged_path.c_str(), 0755) != 0) return false;
     } else {
@@ -51,10 +51,18 @@ bool stage_binds_in_child(const std::vector<StagedBind>& binds) {
       if (fd < 0) return false;
       ::close(fd);
     }
-    const std::string source = "/proc/self/fd/" + std::to_string(fds[i]);
+    // "/proc/self/fd/<fd>", formatted on the stack.
+    char source[32] = "/proc/self/fd/";
+    char digits[12];
+    int count = 0;
+    for (int value = bind.fd; count == 0 || value > 0; value /= 10)
+      digits[count++] = static_cast<char>('0' + value % 10);
+    std::size_t length = std::strlen(source);
+    while (count > 0) source[length++] = digits[--count];
+    source[length] = '\0';
     // Recursive, as bwrap's own binds are: mounts below /usr or /etc look the
     // same to a sandbox whether or not git-mullet runs as root.
-    if (::mount(source.c_str(), bind.staged_path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return false;
+    if (::mount(source, bind.staged_path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return false;
   }
   return true;
 }

@@ -18,6 +18,7 @@ struct StagedBind {
   std::string source_path;
   std::string staged_path;  // under staging_root
   bool is_directory;
+  int fd = -1;  // set by the child in its copy: the source opened in its namespace
 };
 
 // An empty directory on the host; only our private mount namespace ever has
@@ -32,7 +33,9 @@ void prepare_staging_mountpoint();
 // The staged path for the n-th bind.
 std::string staged_path(std::size_t index);
 
-// Runs in the forked child (root only). False with errno set on failure.
-bool stage_binds_in_child(const std::vector<StagedBind>& binds);
+// Runs in the forked child (root only) as SpawnOptions::child_setup, with a
+// std::vector<StagedBind>* as its data; allocates nothing. False with errno
+// set on failure.
+bool stage_binds_in_child(void* binds);
 
 }  // namespace mullet::sandbox

@@ -298,25 +298,35 @@ UniqueFd open_path_no_symlinks(const std::string& path) {
   return current;
 }
 
-int open_path_no_symlinks_raw(const std::string& path) {
-  if (path.empty() || path[0] != '/') {
+int open_path_no_symlinks_raw(const char* path) {
+  if (path == nullptr || path[0] != '/') {
     errno = EINVAL;
     return -1;
   }
   int current = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-  std::size_t start = 1;
-  while (current >= 0 && start < path.size()) {
-    std::size_t end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    const std::string part = path.substr(start, end - start);
-    start = end + 1;
-    if (part.empty() || part == ".") continue;
-    if (part == "..") {
+  const char* at = path + 1;
+  while (current >= 0 && *at != '\0') {
+    // One component at a time into the stack: this runs in forked children,
+    // where nothing may allocate.
+    char part[NAME_MAX + 1];
+    std::size_t length = 0;
+    while (*at != '\0' && *at != '/') {
+      if (length == NAME_MAX) {
+        ::close(current);
+        errno = ENAMETOOLONG;
+        return -1;
+      }
+      part[length++] = *at++;
+    }
+    part[length] = '\0';
+    if (*at == '/') ++at;
+    if (length == 0 || (length == 1 && part[0] == '.')) continue;
+    if (length == 2 && part[0] == '.' && part[1] == '.') {
       ::close(current);
       errno = EINVAL;
       return -1;
     }
-    const int next = ::openat(current, part.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    const int next = ::openat(current, part, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     const int saved = errno;
     ::close(current);
     if (next < 0) {

@@ -48,8 +48,11 @@ std::string make_temp_dir(const std::string& parent, const std::string& prefix);
 // that no component, the last included, can be a symlink. Throws a refusal
 // naming the component when one is.
 UniqueFd open_path_no_symlinks(const std::string& path);
-// The same walk without exceptions (for a forked child): a descriptor, or -1
-// with errno set (ELOOP for a symlink component).
-int open_path_no_symlinks_raw(const std::string& path);
+// The same walk without exceptions or allocation (for a forked child): a
+// descriptor, or -1 with errno set (ELOOP for a symlink component).
+int open_path_no_symlinks_raw(const char* path);
+inline int open_path_no_symlinks_raw(const std::string& path) {
+  return open_path_no_symlinks_raw(path.c_str());
+}
 
 }  // namespace mullet::util

@@ -1,5 +1,6 @@
 #include "util/process.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -10,10 +11,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
+#include "util/clock.hpp"
 #include "util/error.hpp"
+#include "util/signals.hpp"
 #include "util/strings.hpp"
 
 namespace mullet {
@@ -47,6 +52,52 @@ namespace {
   while (count > 0) buffer[length++] = digits[--count];
   [[maybe_unused]] auto ignored = ::write(report_fd, buffer, length);
   ::_exit(127);
+}
+
+bool force_fd_walk = false;
+
+// For kernels where close_range() fails (ENOSYS before 5.9, EINVAL for
+// CLOSE_RANGE_CLOEXEC before 5.11): marks every descriptor from 3 up
+// close-on-exec by listing /proc/self/fd. Opened here, in the child, since a
+// descriptor the parent opened would list the parent's table; raw getdents64
+// into the stack, since opendir/readdir allocate.
+bool cloexec_by_walking_fds() {
+  const int dir = ::open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return false;
+  alignas(8) char entries[4096];
+  while (true) {
+    const ssize_t got = ::getdents64(dir, entries, sizeof entries);
+    if (got < 0) {
+      const int saved = errno;
+      ::close(dir);
+      errno = saved;
+      return false;
+    }
+    if (got == 0) break;
+    for (ssize_t offset = 0; offset < got;) {
+      unsigned short record_length = 0;
+      std::memcpy(&record_length, entries + offset + offsetof(struct dirent64, d_reclen), sizeof record_length);
+      const char* name = entries + offset + offsetof(struct dirent64, d_name);
+      offset += record_length;
+      int fd = 0;
+      bool number = *name != '\0';
+      for (const char* p = name; *p != '\0'; ++p) {
+        if (*p < '0' || *p > '9' || fd > 100000000) {
+          number = false;
+          break;
+        }
+        fd = fd * 10 + (*p - '0');
+      }
+      if (!number || fd < 3 || fd == dir) continue;
+      const int flags = ::fcntl(fd, F_GETFD);
+      if (flags >= 0 && ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC) != 0) {
+        ::close(dir);
+        return false;
+      }
+    }
+  }
+  ::close(dir);
+  return true;
 }
 
 int open_dev_null(int flags) {
@@ -97,7 +148,9 @@ pid_t spawn(const SpawnOptions& options) {
     }
     // Nothing else leaks: mark every descriptor close-on-exec, then reopen the
     // ones the caller passes on on purpose.
-    ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+    if (force_fd_walk || ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+      if (!cloexec_by_walking_fds()) child_fail(report_fd, "close-on-exec");
+    }
     for (const int fd : options.keep_fds) {
       if (::fcntl(fd, F_SETFD, 0) != 0) child_fail(report_fd, "keep-fd");
     }
@@ -109,7 +162,9 @@ pid_t spawn(const SpawnOptions& options) {
       const rlimit limit{value, value};
       if (::setrlimit(resource, &limit) != 0) child_fail(report_fd, "setrlimit");
     }
-    if (options.child_setup && !options.child_setup()) child_fail(report_fd, "child setup");
+    if (options.child_setup != nullptr && !options.child_setup(options.child_setup_data)) {
+      child_fail(report_fd, "child setup");
+    }
     if (options.gid && (::setgroups(0, nullptr) != 0 || ::setgid(*options.gid) != 0)) {
       child_fail(report_fd, "setgid");
     }
@@ -170,13 +225,20 @@ ExitStatus wait_for(pid_t pid) {
   return decode_wait_status(status);
 }
 
-CapturedRun run_capture(SpawnOptions options, const std::string& input) {
+void force_fd_walk_for_tests(bool on) {
+  force_fd_walk = on;
+}
+
+CapturedRun run_capture(SpawnOptions options, const std::string& input, const CaptureLimits& limits) {
+  const bool bounded = limits.deadline_seconds > 0 || limits.cancellable;
+  if (bounded) options.new_session = true;
   Pipe in = make_pipe();
   Pipe out = make_pipe();
   Pipe err = make_pipe();
   options.stdin_fd = in.read_end.get();
   options.stdout_fd = out.write_end.get();
   options.stderr_fd = err.write_end.get();
+  const std::int64_t started = monotonic_ms();
   const pid_t pid = spawn(options);
   in.read_end.reset();
   out.write_end.reset();
@@ -186,6 +248,7 @@ CapturedRun run_capture(SpawnOptions options, const std::string& input) {
   CapturedRun run;
   std::size_t written = 0;
   if (input.empty()) in.write_end.reset();
+  std::string stopped;
   char buffer[65536];
   while (out.read_end || err.read_end) {
     pollfd fds[3];
@@ -205,10 +268,31 @@ CapturedRun run_capture(SpawnOptions options, const std::string& input) {
       in_index = static_cast<int>(count);
       fds[count++] = {in.write_end.get(), POLLOUT, 0};
     }
-    if (::poll(fds, count, -1) < 0) {
-      if (errno == EINTR) continue;
-      throw failure("poll failed: " + errno_text(errno));
+    // A signal may land on another thread, so cancellation is polled.
+    int timeout_ms = limits.cancellable ? 250 : -1;
+    if (limits.deadline_seconds > 0) {
+      const std::int64_t left = std::max<std::int64_t>(0, started + limits.deadline_seconds * 1000LL - monotonic_ms());
+      timeout_ms = static_cast<int>(timeout_ms < 0 ? left : std::min<std::int64_t>(left, timeout_ms));
     }
+    const int ready = ::poll(fds, count, timeout_ms);
+    if (ready < 0 && errno != EINTR) {
+      const int saved = errno;
+      if (bounded) {
+        ::kill(-pid, SIGKILL);
+        wait_for(pid);
+      }
+      throw failure("poll failed: " + errno_text(saved));
+    }
+    if (limits.deadline_seconds > 0 && monotonic_ms() - started >= limits.deadline_seconds * 1000LL) {
+      stopped = "timed out after " + std::to_string(limits.deadline_seconds) + " s";
+    } else if (limits.cancellable && cancel_requested()) {
+      stopped = "was stopped: git-mullet was interrupted (SIGINT or SIGTERM)";
+    }
+    if (!stopped.empty()) {
+      ::kill(-pid, SIGKILL);
+      break;
+    }
+    if (ready <= 0) continue;
     auto drain = [&](int index, UniqueFd& fd, std::string& sink) {
       if (index < 0 || fds[index].revents == 0) return;
       const ssize_t got = ::read(fd.get(), buffer, sizeof buffer);
@@ -228,7 +312,12 @@ CapturedRun run_capture(SpawnOptions options, const std::string& input) {
     }
   }
   in.write_end.reset();
+  // Something that left the process group may still hold the pipes: we do
+  // not wait for it.
+  out.read_end.reset();
+  err.read_end.reset();
   run.status = wait_for(pid);
+  if (!stopped.empty()) throw failure(options.argv[0] + " " + stopped);
   return run;
 }
 

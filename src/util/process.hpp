@@ -8,7 +8,6 @@
 #include <sys/types.h>
 
 #include <chrono>
-#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -34,9 +33,12 @@ struct SpawnOptions {
   std::optional<gid_t> gid;
   // setrlimit(resource, value) in the child, before it drops privileges.
   std::vector<std::pair<int, unsigned long>> rlimits;
-  // Runs in the child after the rlimits, before the uid/gid change; returns
-  // false (with errno set) to fail the spawn. Only for single-threaded callers.
-  std::function<bool()> child_setup;
+  // Runs in the child after the rlimits, before the uid/gid change, with
+  // child_setup_data; returns false (with errno set) to fail the spawn. Other
+  // threads may hold the allocator's locks at fork time, so it must not
+  // allocate: everything it needs is prepared before spawn().
+  bool (*child_setup)(void* data) = nullptr;
+  void* child_setup_data = nullptr;
 };
 
 // Starts the child and returns its pid. Throws mullet::Error when the program
@@ -61,8 +63,28 @@ struct CapturedRun {
   std::string err;
 };
 
+// Bounds on a program we do not control, so a hung one cannot hang us.
+struct CaptureLimits {
+  // 0: none. On expiry the child and its process group are killed, reaped,
+  // and run_capture throws "<program> timed out after N s".
+  int deadline_seconds = 0;
+  // SIGINT/SIGTERM (util::cancel_requested) stop it the same way.
+  bool cancellable = false;
+};
+
 // Runs to completion, feeding `input` on stdin and capturing both outputs.
-CapturedRun run_capture(SpawnOptions options, const std::string& input = {});
+// With a limit the child runs in a session of its own, so that killing its
+// process group reaches what it started.
+CapturedRun run_capture(SpawnOptions options, const std::string& input = {}, const CaptureLimits& limits = {});
+
+// The deadline for asking a program about itself (--version, --help, a test
+// sandbox): generous for a cold start from a slow disk, short enough that a
+// hung binary fails `run` and `doctor` clearly.
+inline constexpr int probe_deadline_seconds = 15;
+
+// Test hook: makes spawn() skip close_range() and walk /proc/self/fd, as on
+// a kernel without it.
+void force_fd_walk_for_tests(bool on);
 
 // The directories in PATH searched for `program`; empty when not found.
 std::string find_in_path(const std::string& program, const std::string& path_value);

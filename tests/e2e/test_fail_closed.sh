@@ -122,6 +122,39 @@ test_doctor_reports_a_broken_sandbox() {
   assert_eq "$(json_field "$OUT" ok)" False
 }
 
+# A Claude Code that never answers --version must not hang `run` before any
+# job exists, nor `doctor`: each probe has a deadline (15 s), after which the
+# binary's whole process group is killed and the error names it.
+test_a_hung_claude_fails_run_and_doctor_at_the_probe_deadline() {
+  new_repo repo
+  local nap
+  nap="$(marker)"
+  mkdir -p "$PWD/fake-bin"
+  # Not exec: the sleep is the script's child and keeps the output pipes open.
+  printf '#!/bin/sh
+sleep %s
+echo "2.0.0 (Claude Code)"
+' "$nap" >"$PWD/fake-bin/claude"
+  chmod +x "$PWD/fake-bin/claude"
+  local fake
+  fake="$(cd "$PWD/fake-bin" && pwd -P)/claude"
+  export PATH="$PWD/fake-bin:$PATH"
+  cd repo
+  expect_exit 2 timeout -k 5 60 git mullet run -m "$PWD/../canary" --executor claude
+  assert_clear_error
+  assert_contains "$ERR" "$fake"
+  assert_contains "$ERR" "timed out after 15 s"
+  assert_absent ../canary
+  assert_eq "$(refs_count)" 0 "jobs created"
+  no_process_left "sleep $nap"
+
+  # As for a missing binary: a warning (claude jobs fail with exit 2).
+  expect_exit 0 timeout -k 5 60 git mullet doctor
+  assert_contains "$OUT" "warn  Claude Code (the claude executor): the Claude Code binary $fake does not answer"
+  assert_contains "$OUT" "timed out after 15 s"
+  no_process_left "sleep $nap"
+}
+
 test_doctor_shows_each_phases_grants() {
   mkdir -p "$XDG_CONFIG_HOME/git-mullet"
   # The default worker, Claude Code, is granted its API endpoint and nothing else.

@@ -88,6 +88,30 @@ test_a_failed_gate_sends_the_worker_back_with_its_output() {
   assert_eq "$(result_file counter)" 1 "worker runs when the gate passes"
 }
 
+# From the second attempt on the work tree's .git file is the one the
+# snapshot rewrote: it must name the git dir as the sandbox sees it, so git
+# works inside and the host's paths stay out of the sandbox.
+test_the_second_attempt_runs_git_in_its_clone_without_seeing_host_paths() {
+  new_repo repo
+  cd repo
+  user_config '[[gate]]' 'name = "counter-check"' "command = '$COUNTER_GATE'"
+  run_job -m "git in attempt 2" --attempts 2 --command "$COUNTING_WORKER"'; n=$(cat counter);
+    cat .git >dotgit-$n.txt 2>&1; git status --porcelain >status-$n.txt 2>&1; echo "status exit $?" >>status-$n.txt'
+  assert_eq "$RUN_CODE" 0 "exit code ($(json_field "$JOB_JSON" error))"
+  assert_eq "$(json_get "$JOB_JSON" '.attempts | length')" 2 "attempts"
+  local common n seen
+  common="$(cd "$(git rev-parse --git-common-dir)" && pwd -P)"
+  for n in 1 2; do
+    seen="$(result_file dotgit-$n.txt; result_file status-$n.txt)"
+    assert_eq "$(result_file dotgit-$n.txt)" "gitdir: /mullet/git" "attempt $n's .git file"
+    assert_contains "$(result_file status-$n.txt)" "status exit 0" "attempt $n's git status"
+    assert_not_contains "$seen" "$common" "what attempt $n saw"
+    assert_not_contains "$seen" "$PWD" "what attempt $n saw"
+    assert_not_contains "$seen" ".git/mullet" "what attempt $n saw"
+    assert_not_contains "$seen" "fatal" "what attempt $n saw"
+  done
+}
+
 test_the_feedback_carries_the_end_of_a_long_gate_output() {
   new_repo repo
   cd repo

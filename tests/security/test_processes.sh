@@ -111,6 +111,38 @@ finish"
   assert_not_contains "$terminal" INJECTED "the terminal's output"
 }
 
+# The worker ptrace-attaches the sandbox's init (pid 1 of its pid namespace),
+# which stops it, and exits: init can no longer reap it or end, and nothing
+# inside can continue it. The runner must see that nothing in the sandbox can
+# run any more and end the phase at once, not hold the job until a limit.
+test_a_worker_that_stops_the_sandbox_init_and_exits_ends_the_phase() {
+  new_repo repo
+  cd repo
+  # A regression fails by this limit's message instead of hanging the suite.
+  sec_config '[limits]' 'timeout = 40' 'inactivity = 40'
+  SEC_BOUND=90 sec_run "
+python3 -c '
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.ptrace(16, 1, 0, 0) != 0:
+    sys.exit(\"ptrace(PTRACE_ATTACH, 1) failed: errno %d\" % ctypes.get_errno())
+# The positive control: init is stopped (t while traced, T once the tracer is gone).
+for _ in range(200):
+    state = open(\"/proc/1/stat\").read().rsplit(\")\", 1)[1].split()[0]
+    if state in \"tT\":
+        print(\"INIT-STOPPED\", state, flush=True)
+        break
+    libc.usleep(10000)
+'
+finish
+exit 3"
+  sec_assert_worker_ran
+  assert_contains "$LOG" "INIT-STOPPED" "worker output (the attach must have stopped init)"
+  sec_assert_state failed stalled
+  assert_contains "$(sec_jq 'd["error"]')" "stalled" "the job's error"
+  no_process_left "$JOB"
+}
+
 test_no_process_survives_the_job() {
   new_repo repo
   cd repo

@@ -219,6 +219,16 @@ TEST_CASE("open_path_no_symlinks_raw: the same walk without exceptions") {
     CHECK(open_path_no_symlinks_raw(dir / "real/../link") == -1);
     CHECK(errno == EINVAL);
   }
+  SUBCASE("empty and . components") {
+    const UniqueFd fd(open_path_no_symlinks_raw(dir.path() + "//real/./sub//file"));
+    REQUIRE(fd);
+    CHECK(inode_of_fd(fd.get()) == inode_of(dir / "real/sub/file"));
+  }
+  SUBCASE("a component longer than a name can be") {
+    errno = 0;
+    CHECK(open_path_no_symlinks_raw(dir / ("real/" + std::string(NAME_MAX + 1, 'x'))) == -1);
+    CHECK(errno == ENAMETOOLONG);
+  }
 }
 
 TEST_CASE("open_path_no_symlinks_raw leaks no descriptor on any path") {

@@ -1,0 +1,171 @@
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "util/clock.hpp"
+#include "util/error.hpp"
+#include "util/fs.hpp"
+#include "util/process.hpp"
+
+using mullet::Error;
+using mullet::util::CapturedRun;
+using mullet::util::run_capture;
+using mullet::util::SpawnOptions;
+
+namespace {
+
+SpawnOptions shell(const std::string& script) {
+  SpawnOptions options;
+  options.argv = {"/bin/sh", "-c", script};
+  options.env = {{"PATH", "/usr/bin:/bin"}};
+  return options;
+}
+
+// A file of our own, open without close-on-exec at a high number, as a
+// library might leave one.
+struct LeakyFile {
+  std::string path;
+  int fd = -1;
+  explicit LeakyFile(int number) {
+    std::string pattern = "/tmp/mullet-unit-fd-XXXXXX";
+    const int opened = ::mkstemp(pattern.data());
+    REQUIRE(opened >= 0);
+    path = pattern;
+    fd = ::dup2(opened, number);
+    REQUIRE(fd == number);
+    ::close(opened);
+  }
+  LeakyFile(const LeakyFile&) = delete;
+  LeakyFile& operator=(const LeakyFile&) = delete;
+  ~LeakyFile() {
+    ::close(fd);
+    ::unlink(path.c_str());
+  }
+};
+
+// What the child's descriptors point at, one per line.
+std::string descriptors_seen_by_child(const std::vector<int>& keep) {
+  SpawnOptions options = shell("for f in /proc/self/fd/*; do echo \"${f##*/} $(readlink \"$f\")\"; done");
+  options.keep_fds = keep;
+  const CapturedRun run = run_capture(options);
+  REQUIRE(run.status.success());
+  return run.out;
+}
+
+bool gone_or_zombie(pid_t pid) {
+  const auto stat = mullet::util::read_proc_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return true;
+  const auto close = stat->rfind(')');
+  return close != std::string::npos && stat->compare(close + 2, 1, "Z") == 0;
+}
+
+// The message run_capture threw, or "" when it returned.
+std::string error_of(const SpawnOptions& options, const mullet::util::CaptureLimits& limits = {}) {
+  try {
+    run_capture(options, {}, limits);
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+bool fail_with_eperm(void* /*data*/) {
+  errno = EPERM;
+  return false;
+}
+
+bool write_marker(void* data) {
+  const int fd = *static_cast<int*>(data);
+  return ::write(fd, "setup ran", 9) == 9;
+}
+
+}  // namespace
+
+TEST_CASE("run_capture feeds stdin and keeps stdout and stderr apart") {
+  const std::string input(200000, 'i');  // more than a pipe holds
+  const CapturedRun run = run_capture(shell("wc -c; echo to-err >&2"), input);
+  CHECK(run.status.success());
+  CHECK(run.out == "200000\n");
+  CHECK(run.err == "to-err\n");
+}
+
+TEST_CASE("exit statuses are decoded") {
+  const CapturedRun exited = run_capture(shell("exit 7"));
+  CHECK(exited.status.exited());
+  CHECK(exited.status.code == 7);
+  CHECK_FALSE(exited.status.success());
+  CHECK(exited.status.describe() == "exit code 7");
+
+  const CapturedRun killed = run_capture(shell("kill -TERM $$"));
+  CHECK_FALSE(killed.status.exited());
+  CHECK(killed.status.signal == SIGTERM);
+  CHECK(killed.status.code == 128 + SIGTERM);
+  CHECK(killed.status.describe().find("killed by signal") == 0);
+}
+
+TEST_CASE("a program that cannot start is named") {
+  SpawnOptions options;
+  options.argv = {"/nonexistent/mullet-program"};
+  CHECK(error_of(options).find("cannot start /nonexistent/mullet-program (exec)") != std::string::npos);
+}
+
+TEST_CASE("child_setup runs in the child and can fail the spawn") {
+  SpawnOptions failing = shell("true");
+  failing.child_setup = fail_with_eperm;
+  CHECK(error_of(failing).find("(child setup)") != std::string::npos);
+
+  mullet::Pipe pipe = mullet::make_pipe();
+  int write_fd = pipe.write_end.get();
+  SpawnOptions writing = shell("true");
+  writing.child_setup = write_marker;
+  writing.child_setup_data = &write_fd;
+  CHECK(run_capture(writing).status.success());
+  pipe.write_end.reset();
+  char buffer[32] = {};
+  CHECK(::read(pipe.read_end.get(), buffer, sizeof buffer) == 9);
+  CHECK(std::string(buffer) == "setup ran");
+}
+
+TEST_CASE("a deadline kills the program and everything in its process group") {
+  const std::string pid_file = "/tmp/mullet-unit-deadline-" + std::to_string(::getpid());
+  const std::int64_t started = mullet::util::monotonic_ms();
+  // The child's own child keeps the pipes open: only the group kill ends it.
+  const std::string error = error_of(shell("sleep 1000 & echo $! >" + pid_file + "; wait"), {1, false});
+  CHECK(error == "/bin/sh timed out after 1 s");
+  const std::int64_t took = mullet::util::monotonic_ms() - started;
+  CHECK(took >= 1000);
+  CHECK(took < 10000);
+  const pid_t grandchild = static_cast<pid_t>(std::atoi(mullet::util::read_file(pid_file).c_str()));
+  ::unlink(pid_file.c_str());
+  REQUIRE(grandchild > 0);
+  // SIGKILL is delivered before kill() returns; reaping by init may lag.
+  CHECK(gone_or_zombie(grandchild));
+}
+
+TEST_CASE("a program that ends before its deadline is not disturbed") {
+  const CapturedRun run = run_capture(shell("echo quick"), {}, {10, true});
+  CHECK(run.status.success());
+  CHECK(run.out == "quick\n");
+}
+
+TEST_CASE("a spawned child inherits no descriptor but 0-2 and the kept ones") {
+  const LeakyFile leaked(201);
+  const LeakyFile kept(202);
+  for (const bool walk : {false, true}) {
+    CAPTURE(walk);
+    // The walk of /proc/self/fd is what runs where close_range() fails.
+    mullet::util::force_fd_walk_for_tests(walk);
+    const std::string seen = descriptors_seen_by_child({kept.fd});
+    mullet::util::force_fd_walk_for_tests(false);
+    CHECK(seen.find(leaked.path) == std::string::npos);
+    CHECK(seen.find("202 " + kept.path) != std::string::npos);
+    CHECK(seen.find("201 ") == std::string::npos);
+  }
+}
