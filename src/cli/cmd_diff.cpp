@@ -1,9 +1,12 @@
+#include <unistd.h>
+
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "git/cli.hpp"
 #include "jobs/store.hpp"
+#include "util/strings.hpp"
 
 namespace mullet::cli {
 namespace {
@@ -17,9 +20,25 @@ int diff(const std::string& job_name) {
   }
   // No external diff drivers or textconv: their commands would come from
   // attributes in a tree the worker wrote.
-  const auto status = git::run_git_passthrough(
-      {repo.git_dir(), std::nullopt, {}},
-      {"diff", "--no-ext-diff", "--no-textconv", "--stat", "--patch", job.record.base, job.record.result, "--"});
+  std::vector<std::string> args = {"diff", "--no-ext-diff", "--no-textconv", "--stat", "--patch"};
+  // The patch is the worker's file content. Into a pipe or a file it goes as
+  // it is (it may be applied); on a terminal every control sequence is
+  // neutralised but git's own colours, which we then ask for.
+  const bool terminal = ::isatty(STDOUT_FILENO) == 1;
+  if (terminal) {
+    args.emplace_back("--color=always");
+    // Its one background colour (whitespace errors) would be escaped.
+    args.emplace_back("--ws-error-highlight=none");
+  }
+  for (const auto& word : {job.record.base, job.record.result, std::string("--")}) args.push_back(word);
+  util::TerminalSafeStream shown(/*keep_colours=*/true);
+  const auto show = [&](std::string_view chunk) {
+    const std::string text = shown.feed(chunk);
+    std::cout.write(text.data(), static_cast<std::streamsize>(text.size()));
+  };
+  const auto status = git::run_git_passthrough({repo.git_dir(), std::nullopt, {}}, args,
+                                               terminal ? std::function<void(std::string_view)>(show) : nullptr);
+  std::cout << shown.finish() << std::flush;
   return status.success() ? 0 : 1;
 }
 

@@ -11,6 +11,7 @@
 #include "jobs/store.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
+#include "util/strings.hpp"
 
 namespace mullet::cli {
 namespace {
@@ -44,10 +45,10 @@ int discard(const DiscardOptions& options) {
     auto current = store.load(job.record.id);
     if (!current) break;
     if (store.remove(job.record.id, current->record_commit)) {
-      std::cout << "discarded job " << job.record.id << "\n"
-                << "  until git prunes it, it can be restored with:\n"
-                << "  git update-ref refs/mullet/jobs/" << job.record.id << " "
-                << git::oid_to_string(current->record_commit) << "\n"
+      std::cout << util::terminal_safe("discarded job " + job.record.id +
+                                       "\n  until git prunes it, it can be restored with:\n  git update-ref "
+                                       "refs/mullet/jobs/" +
+                                       job.record.id + " " + git::oid_to_string(current->record_commit) + "\n")
                 << "  (discarded jobs are listed by `git reflog refs/mullet/discarded`)\n";
       return 0;
     }

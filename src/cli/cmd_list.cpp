@@ -35,7 +35,8 @@ int list(bool json) {
     state.resize(std::max<std::size_t>(state.size(), 11), ' ');
     out += record.id + "  " + state + "  " + record.created_at + "  " + util::first_line(record.title, 60) + "\n";
   }
-  std::cout << out;
+  // Titles are the job's (a fetched record's: anyone's).
+  std::cout << util::terminal_safe(out);
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include "jobs/liveness.hpp"
 #include "jobs/store.hpp"
 #include "util/error.hpp"
+#include "util/strings.hpp"
 
 namespace mullet::cli {
 namespace {
@@ -57,9 +58,9 @@ int merge(const MergeOptions& options) {
     throw usage_error("cannot create branch '" + branch + "': " + git::last_error_message());
   }
   git::ReferencePtr owned(created);
-  std::cout << "created branch " << branch << " at " << short_sha(record.result) << " (job " << record.id << ")\n"
-            << "  look at it: git log -p " << branch << "\n"
-            << "  merge it:   git merge " << branch << "\n";
+  std::cout << util::terminal_safe("created branch " + branch + " at " + short_sha(record.result) + " (job " +
+                                   record.id + ")\n  look at it: git log -p " + branch + "\n  merge it:   git merge " +
+                                   branch + "\n");
   return 0;
 }
 

@@ -1,6 +1,9 @@
 #include "git/cli.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 
 #include "util/error.hpp"
@@ -98,7 +101,8 @@ util::CapturedRun run_git(const GitCliTarget& target, const std::vector<std::str
   return util::run_capture(options, input);
 }
 
-util::ExitStatus run_git_passthrough(const GitCliTarget& target, const std::vector<std::string>& args) {
+util::ExitStatus run_git_passthrough(const GitCliTarget& target, const std::vector<std::string>& args,
+                                     const std::function<void(std::string_view)>& on_stdout) {
   util::SpawnOptions options;
   options.argv = {git_program()};
   for (auto& word : hardened_git_prefix()) options.argv.push_back(word);
@@ -106,7 +110,22 @@ util::ExitStatus run_git_passthrough(const GitCliTarget& target, const std::vect
   options.env = hardened_git_environment(target);
   options.stdout_fd = 1;
   options.stderr_fd = 2;
-  return util::wait_for(util::spawn(options));
+  if (!on_stdout) return util::wait_for(util::spawn(options));
+  Pipe output = make_pipe();
+  options.stdout_fd = output.write_end.get();
+  const pid_t pid = util::spawn(options);
+  output.write_end.reset();
+  char buffer[65536];
+  while (true) {
+    const ssize_t got = ::read(output.read_end.get(), buffer, sizeof buffer);
+    if (got > 0) {
+      on_stdout(std::string_view(buffer, static_cast<std::size_t>(got)));
+    } else if (got == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  output.read_end.reset();
+  return util::wait_for(pid);
 }
 
 }  // namespace mullet::git

@@ -3,8 +3,10 @@
 // through a .git file), and an environment built from scratch.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/process.hpp"
@@ -32,7 +34,9 @@ util::Environment hardened_git_environment(const GitCliTarget& target);
 // Runs `git <args>` and captures its output; throws when git cannot start.
 util::CapturedRun run_git(const GitCliTarget& target, const std::vector<std::string>& args,
                           const std::string& input = {});
-// Runs it with our stdout/stderr (for output meant for the user).
-util::ExitStatus run_git_passthrough(const GitCliTarget& target, const std::vector<std::string>& args);
+// Runs it with our stdout/stderr (for output meant for the user); with
+// on_stdout, its stdout goes there instead, chunk by chunk as it comes.
+util::ExitStatus run_git_passthrough(const GitCliTarget& target, const std::vector<std::string>& args,
+                                     const std::function<void(std::string_view)>& on_stdout = {});
 
 }  // namespace mullet::git

@@ -15,6 +15,10 @@ namespace mullet::util {
 std::string read_file(const std::string& path);
 // Reads a file if it exists; nullopt when it does not.
 std::optional<std::string> read_file_if_exists(const std::string& path);
+// The last max_bytes of a file, read with pread so a file of any size costs
+// only that much memory; when it was longer, the text starts with tail()'s
+// cut marker. nullopt when it does not exist. Never follows a symlink.
+std::optional<std::string> read_file_tail(const std::string& path, std::size_t max_bytes);
 // A file under /proc that may vanish while being read (its process ended):
 // nullopt on any error.
 std::optional<std::string> read_proc_file(const std::string& path);
