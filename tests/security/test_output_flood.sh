@@ -67,11 +67,11 @@ test_flood_on_stdout_and_stderr_is_capped_and_keeps_its_end() {
   local end
   end="THE-REAL-END-$(sec_random)"
   sec_config '[limits]' 'timeout = 600'
-  # 1 GiB of lines on stdout and, at the same time, 1 GiB without a single
+  # 1.5 GiB of lines on stdout and, at the same time, 1.5 GiB without a single
   # newline on stderr; then the last words.
   SEC_BOUND=600 sec_run "finish
-yes 'flooding the host with one line after another, forever and ever' | head -c 1G &
-head -c 1G /dev/zero | tr '\\000' e >&2 &
+yes 'flooding the host with one line after another, forever and ever' | head -c 1536M &
+head -c 1536M /dev/zero | tr '\\000' e >&2 &
 wait
 echo
 echo $end"
@@ -120,15 +120,17 @@ test_logs_count_against_disk_limit() {
   new_repo repo
   cd repo
   trap cleanup_job_data EXIT
-  sec_config '[limits]' 'disk_mb = 20' 'timeout = 120'
-  # 15 MiB in the work tree is under the limit; with the 8 MiB the worker's
-  # output keeps in worker.log, the job is over it.
+  sec_config '[limits]' 'disk_mb = 100' 'timeout = 120'
+  # 95 MiB in the work tree is under the limit; with the 8 MiB the worker's
+  # output keeps in worker.log, the job is over it. (In all, well under twice
+  # the limit: the free-space glance alone would not end it.) Then the worker
+  # stays a while, for the watch to see it.
   sec_run "finish
-dd if=/dev/zero of=bulk bs=1M count=15 2>/dev/null
-head -c 30M /dev/zero | tr '\\000' o
+dd if=/dev/zero of=bulk bs=1M count=95 2>/dev/null
+head -c 12M /dev/zero | tr '\\000' o
 echo
 echo PRINTED-ALL
-sleep 60"
+sleep 10"
   sec_assert_state failed disk
   assert_contains "$(sec_jq 'd["error"]')" "limits.disk_mb" "the job's error"
 }

@@ -45,13 +45,14 @@ on_pty() {
 }
 
 # assert_terminal_safe NAME [colours] [MUST_CONTAIN...]: nothing in what
-# reached the terminal can drive it. With `colours`, SGR sequences that
+# reached the terminal can drive it; a command that fails this is added to
+# $UNSAFE (so one run names every one), and assert_none_unsafe ends the test. With `colours`, SGR sequences that
 # only set bold or a foreground colour are allowed. MUST_CONTAIN: texts that
 # must be there (the positive control: the worker's text did reach it).
 assert_terminal_safe() {
   local name="$1" colours="$2"
   shift 2
-  python3 - "$PTY_DIR/$name" "$colours" "$@" <<'PY' || fail "$name: the terminal got control sequences (see above)"
+  python3 - "$PTY_DIR/$name" "$colours" "$@" <<'PY' || UNSAFE="${UNSAFE:-}$name "
 import re, sys
 path, colours, wanted = sys.argv[1], sys.argv[2], sys.argv[3:]
 data = open(path, "rb").read()
@@ -66,6 +67,10 @@ if problems or missing:
     print("    %s: raw %s; missing %s; output: %r" % (path, problems, missing, data[:3000]), file=sys.stderr)
     sys.exit(1)
 PY
+}
+
+assert_none_unsafe() {
+  [ -z "${UNSAFE:-}" ] || fail "control sequences reached the terminal in: $UNSAFE"
 }
 
 job_id_from_list() {
@@ -109,6 +114,7 @@ $WORKER" --gate "$GATE"
   # Into a pipe, diff is the patch as it is.
   git mullet diff "$JOB" >diff.out
   grep -aqF $'content \e]52;c;ZGlmZg==\a' diff.out || fail "diff into a pipe changed the patch"
+  assert_none_unsafe
 }
 
 test_followed_job_cannot_drive_the_terminal() {
@@ -120,6 +126,7 @@ test_followed_job_cannot_drive_the_terminal() {
 $WORKER")" || fail "run --detach failed: $JOB"
   on_pty wait 0 git mullet wait "$JOB"
   assert_terminal_safe wait plain 'osc52 \x1b]52;c;cHduZWQ=\x07' 'bidi \u202e' 'warning:'
+  assert_none_unsafe
 }
 
 run_tests
