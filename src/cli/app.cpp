@@ -12,6 +12,7 @@
 #include "sandbox/wall_check.hpp"
 #include "util/error.hpp"
 #include "util/signals.hpp"
+#include "util/strings.hpp"
 
 namespace mullet::cli {
 namespace {
@@ -38,9 +39,10 @@ void set_up_logging() {
   spdlog::set_default_logger(logger);
 }
 
+// Errors often quote a record, a worker or a repository.
 int report(const Error& error) {
-  std::cerr << "git mullet: " << error.what() << "\n";
-  if (!error.hint().empty()) std::cerr << "hint: " << error.hint() << "\n";
+  std::cerr << "git mullet: " << util::terminal_safe(error.what()) << "\n";
+  if (!error.hint().empty()) std::cerr << "hint: " << util::terminal_safe(error.hint()) << "\n";
   return static_cast<int>(error.code());
 }
 

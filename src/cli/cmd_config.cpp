@@ -3,6 +3,7 @@
 
 #include "cli/commands.hpp"
 #include "util/error.hpp"
+#include "util/strings.hpp"
 
 namespace mullet::cli {
 namespace {
@@ -22,7 +23,8 @@ int show_config(const std::string& base_rev) {
   const auto location = config::user_config_location();
   std::cout << "# user config: " << location.path << "\n";
   if (base) std::cout << "# repository config: .mullet.toml at " << git::oid_to_string(*base) << "\n";
-  std::cout << "\n" << config.describe();
+  // Values may come from the repository's .mullet.toml.
+  std::cout << "\n" << util::terminal_safe(config.describe());
   return 0;
 }
 

@@ -1,9 +1,12 @@
+#include <unistd.h>
+
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "git/cli.hpp"
 #include "jobs/store.hpp"
+#include "util/strings.hpp"
 
 namespace mullet::cli {
 namespace {
@@ -15,10 +18,20 @@ int diff(const std::string& job_name) {
     std::cerr << "job " << job.record.id << " has no changes\n";
     return 0;
   }
-  // The store checked that both are commits; diff_args keeps them from being
-  // read as options all the same.
-  const auto status =
-      git::run_git_passthrough({repo.git_dir(), std::nullopt, {}}, git::diff_args(job.record.base, job.record.result));
+  // The patch is the worker's file content. Into a pipe or a file it goes as
+  // it is (it may be applied); on a terminal every control sequence is
+  // neutralised but git's own colours. The store checked that both are
+  // commits; diff_args keeps them from being read as options all the same.
+  const bool terminal = ::isatty(STDOUT_FILENO) == 1;
+  util::TerminalSafeStream shown(/*keep_colours=*/true);
+  const auto show = [&](std::string_view chunk) {
+    const std::string text = shown.feed(chunk);
+    std::cout.write(text.data(), static_cast<std::streamsize>(text.size()));
+  };
+  const auto status = git::run_git_passthrough({repo.git_dir(), std::nullopt, {}},
+                                               git::diff_args(job.record.base, job.record.result, terminal),
+                                               terminal ? std::function<void(std::string_view)>(show) : nullptr);
+  std::cout << shown.finish() << std::flush;
   return status.success() ? 0 : 1;
 }
 

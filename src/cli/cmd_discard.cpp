@@ -11,6 +11,7 @@
 #include "jobs/store.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
+#include "util/strings.hpp"
 
 namespace mullet::cli {
 namespace {
@@ -50,9 +51,10 @@ int discard(const DiscardOptions& options) {
     const auto current = store.ref_target(id);
     if (!current) break;
     if (store.remove(id, *current)) {
-      std::cout << "discarded job " << id << "\n"
-                << "  until git prunes it, it can be restored with:\n"
-                << "  git update-ref refs/mullet/jobs/" << id << " " << git::oid_to_string(*current) << "\n"
+      std::cout << util::terminal_safe("discarded job " + id +
+                                       "\n  until git prunes it, it can be restored with:\n  git update-ref "
+                                       "refs/mullet/jobs/" +
+                                       id + " " + git::oid_to_string(*current) + "\n")
                 << "  (discarded jobs are listed by `git reflog refs/mullet/discarded`)\n";
       return 0;
     }

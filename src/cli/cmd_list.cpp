@@ -42,7 +42,8 @@ int list(bool json) {
     out += job.id + "  " + state + "  " + when + "  " +
            (job.damage.empty() ? util::first_line(record.title, 60) : job.damage) + "\n";
   }
-  std::cout << out;
+  // Titles are the job's (a fetched record's: anyone's).
+  std::cout << util::terminal_safe(out);
   return 0;
 }
 

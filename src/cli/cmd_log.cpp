@@ -5,8 +5,10 @@
 #include "executors/claude_stream.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
+#include "jobs/phases.hpp"
 #include "jobs/store.hpp"
 #include "util/fs.hpp"
+#include "util/strings.hpp"
 
 namespace mullet::cli {
 namespace {
@@ -22,25 +24,31 @@ int log(const LogOptions& options) {
   const auto job = store.find(options.job);
   std::optional<std::string> text;
   std::optional<std::string> events;
-  // While the job runs, its output is only in the scratch directory.
+  // While the job runs, its output is only in the scratch directory: as much
+  // of it as the record will keep, however large the files have grown.
   if (jobs::effective_state(job.record) == jobs::JobState::running) {
     const auto paths = jobs::job_paths(repo, job.record.id);
-    text = util::read_file_if_exists(paths.worker_log);
-    events = util::read_file_if_exists(paths.events_log);
+    text = util::read_file_tail(paths.worker_log, jobs::worker_log_cap);
+    events = util::read_file_tail(paths.events_log, jobs::events_log_cap);
   }
   if (!text) text = store.read_file(job, "worker.log");
   if (!events) events = store.read_file(job, "events.jsonl");
-  if (events && options.raw) {
-    std::cout << *events;
-  } else if (events) {
+  if (options.raw) {
+    // As recorded, bytes and all: for a program, or a person who asked.
+    std::cout << events.value_or("") << text.value_or("");
+    return 0;
+  }
+  std::string out;
+  if (events) {
     executors::claude::EventSplitter splitter;
     auto parsed = splitter.feed(*events);
     for (auto& event : splitter.finish()) parsed.push_back(std::move(event));
-    for (const auto& event : parsed) std::cout << executors::claude::render_event(event);
-    if (splitter.bad_lines() > 0) std::cout << "(" << splitter.bad_lines() << " lines were not events)\n";
-    if (text && !text->empty()) std::cout << "== the worker's other output:\n";
+    for (const auto& event : parsed) out += executors::claude::render_event(event);
+    if (splitter.bad_lines() > 0) out += "(" + std::to_string(splitter.bad_lines()) + " lines were not events)\n";
+    if (text && !text->empty()) out += "== the worker's other output:\n";
   }
-  std::cout << text.value_or("");
+  out += text.value_or("");
+  std::cout << util::terminal_safe(out);
   return 0;
 }
 
@@ -50,7 +58,8 @@ void add_log_command(CLI::App& app, Action& chosen) {
   auto options = std::make_shared<LogOptions>();
   CLI::App* sub = app.add_subcommand("log", "Print what the worker did (its events, readably) and its output");
   sub->add_option("JOB", options->job, "Job id or unique prefix")->required();
-  sub->add_flag("--raw", options->raw, "Print the worker's event stream as it was recorded (JSON lines)");
+  sub->add_flag("--raw", options->raw,
+                "Print the worker's event stream and output as recorded (raw bytes, escape sequences included)");
   sub->callback([options, &chosen] { chosen = [options] { return log(*options); }; });
 }
 

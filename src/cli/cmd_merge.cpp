@@ -59,9 +59,9 @@ int merge(const MergeOptions& options) {
     }
     throw usage_error("cannot create branch '" + branch + "': " + util::trim(created.err));
   }
-  std::cout << "created branch " << branch << " at " << short_sha(record.result) << " (job " << record.id << ")\n"
-            << "  look at it: git log -p " << branch << "\n"
-            << "  merge it:   git merge " << branch << "\n";
+  std::cout << util::terminal_safe("created branch " + branch + " at " + short_sha(record.result) + " (job " +
+                                   record.id + ")\n  look at it: git log -p " + branch + "\n  merge it:   git merge " +
+                                   branch + "\n");
   return 0;
 }
 

@@ -1,5 +1,6 @@
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "cli/commands.hpp"
 #include "executors/claude_stream.hpp"
@@ -15,10 +16,10 @@ struct ShowOptions {
   bool json = false;
 };
 
-void print_field(const std::string& name, const std::string& value) {
+void print_field(std::ostream& out, const std::string& name, const std::string& value) {
   std::string padded = name;
   padded.resize(10, ' ');
-  std::cout << padded << value << "\n";
+  out << padded << value << "\n";
 }
 
 int show(const ShowOptions& options) {
@@ -29,58 +30,64 @@ int show(const ShowOptions& options) {
     std::cout << job_json(record).dump(2) << "\n";
     return 0;
   }
+  // Nearly every field was chosen by the worker, the repository or whoever
+  // wrote the record: all of it is made safe for the terminal at once.
+  std::ostringstream out;
   const auto state = jobs::effective_state(record);
-  print_field("job", record.id);
-  print_field("title", record.title);
-  print_field("state", jobs::state_name(state) + (state == jobs::JobState::no_changes ? " (no changes)" : ""));
-  print_field("base", record.base);
-  print_field("result", record.result.empty() ? "none" : record.result);
-  print_field("executor", record.executor.name +
-                              (record.executor.command.empty() ? "" : ": " + record.executor.command) +
-                              (record.executor.version.empty() ? "" : " (" + record.executor.version + ")"));
-  print_field("created", record.created_at);
-  print_field("finished", record.finished_at.empty() ? "-" : record.finished_at);
-  if (!record.error.empty()) print_field("error", record.error);
+  print_field(out, "job", record.id);
+  print_field(out, "title", record.title);
+  print_field(out, "state", jobs::state_name(state) + (state == jobs::JobState::no_changes ? " (no changes)" : ""));
+  print_field(out, "base", record.base);
+  print_field(out, "result", record.result.empty() ? "none" : record.result);
+  print_field(out, "executor",
+              record.executor.name + (record.executor.command.empty() ? "" : ": " + record.executor.command) +
+                  (record.executor.version.empty() ? "" : " (" + record.executor.version + ")"));
+  print_field(out, "created", record.created_at);
+  print_field(out, "finished", record.finished_at.empty() ? "-" : record.finished_at);
+  if (!record.error.empty()) print_field(out, "error", record.error);
   const auto& report = record.report;
   if (!report.empty()) {
-    if (!report.status.empty()) print_field("outcome", report.status + ": " + util::first_line(report.summary, 200));
-    print_field("turns", std::to_string(report.turns) + ", $" + util::format_decimal(report.cost_usd) +
-                             (report.model.empty() ? "" : ", model " + report.model));
+    if (!report.status.empty())
+      print_field(out, "outcome", report.status + ": " + util::first_line(report.summary, 200));
+    print_field(out, "turns",
+                std::to_string(report.turns) + ", $" + util::format_decimal(report.cost_usd) +
+                    (report.model.empty() ? "" : ", model " + report.model));
     for (const auto& denial : report.permission_denials) {
-      print_field("refused", executors::claude::describe_denial(denial));
+      print_field(out, "refused", executors::claude::describe_denial(denial));
     }
   }
   if (!record.phases.empty()) {
-    std::cout << "phases:\n";
+    out << "phases:\n";
     for (const auto& phase : record.phases) {
-      std::cout << "  " << phase.name << "  " << phase.ended_by << " " << phase.exit_code << "  "
-                << phase.duration_ms / 1000.0 << "s\n";
+      out << "  " << phase.name << "  " << phase.ended_by << " " << phase.exit_code << "  "
+          << phase.duration_ms / 1000.0 << "s\n";
     }
   }
   bool any_gate = false;
   for (const auto& attempt : record.attempts) any_gate = any_gate || !attempt.gates.empty();
   if (record.attempts.size() > 1 || any_gate) {
-    std::cout << "attempts:\n";
+    out << "attempts:\n";
     for (const auto& attempt : record.attempts) {
-      std::cout << "  " << attempt.number << "  " << (attempt.result.empty() ? "no changes" : short_sha(attempt.result))
-                << (attempt.error.empty() ? "" : "  " + attempt.error) << "\n";
+      out << "  " << attempt.number << "  " << (attempt.result.empty() ? "no changes" : short_sha(attempt.result))
+          << (attempt.error.empty() ? "" : "  " + attempt.error) << "\n";
       for (const auto& gate : attempt.gates) {
         std::string verdict = gate.passed ? "pass" : "FAIL";
         std::string how = gate.ended_by == "exit" ? "exit " + std::to_string(gate.exit_code) : gate.ended_by;
-        std::cout << "     " << verdict << "  " << gate.name << "  (" << how << ", "
-                  << util::format_decimal(static_cast<double>(gate.duration_ms) / 1000.0, 1) << "s, on "
-                  << short_sha(gate.commit) << ")\n";
+        out << "     " << verdict << "  " << gate.name << "  (" << how << ", "
+            << util::format_decimal(static_cast<double>(gate.duration_ms) / 1000.0, 1) << "s, on "
+            << short_sha(gate.commit) << ")\n";
         if (!gate.passed) {
           for (const auto& line : util::split(util::trim(util::tail(gate.output_tail, 600)), '\n')) {
-            std::cout << "           | " << line << "\n";
+            out << "           | " << line << "\n";
           }
         }
       }
     }
   }
-  for (const auto& warning : record.snapshot_warnings) std::cout << "warning: " << warning << "\n";
-  std::cout << "prompt:\n";
-  for (const auto& line : util::split(util::trim(record.prompt), '\n')) std::cout << "  " << line << "\n";
+  for (const auto& warning : record.snapshot_warnings) out << "warning: " << warning << "\n";
+  out << "prompt:\n";
+  for (const auto& line : util::split(util::trim(record.prompt), '\n')) out << "  " << line << "\n";
+  std::cout << util::terminal_safe(out.str());
   return 0;
 }
 

@@ -44,7 +44,8 @@ class FileTail {
  public:
   explicit FileTail(std::string path) : m_path(std::move(path)) {}
 
-  std::string read_new() {
+  // At most max_bytes at a time: a file may be far larger than memory.
+  std::string read_new(std::size_t max_bytes) {
     struct stat named {};
     if (::stat(m_path.c_str(), &named) != 0) return {};
     struct stat open_file {};
@@ -56,8 +57,8 @@ class FileTail {
     if (!m_fd) return {};
     std::string text;
     char buffer[65536];
-    while (true) {
-      const ssize_t got = ::read(m_fd.get(), buffer, sizeof buffer);
+    while (text.size() < max_bytes) {
+      const ssize_t got = ::read(m_fd.get(), buffer, std::min(sizeof buffer, max_bytes - text.size()));
       if (got > 0) {
         text.append(buffer, static_cast<std::size_t>(got));
       } else if (got == 0 || errno != EINTR) {
@@ -80,13 +81,19 @@ class OutputFollower {
   explicit OutputFollower(const jobs::JobPaths& paths) : m_events(paths.events_log), m_plain(paths.worker_log) {}
 
   void pump() {
-    print_events(m_splitter.feed(m_events.read_new()));
-    write(m_plain.read_new());
+    constexpr std::size_t piece = 1U << 20U;
+    for (std::string events = m_events.read_new(piece); !events.empty(); events = m_events.read_new(piece)) {
+      print_events(m_splitter.feed(events));
+    }
+    for (std::string plain = m_plain.read_new(piece); !plain.empty(); plain = m_plain.read_new(piece)) {
+      write(m_plain_shown.feed(plain));
+    }
   }
   // After the job ended: an event line cut short is shown all the same.
   void finish() {
     pump();
     print_events(m_splitter.finish());
+    write(m_plain_shown.finish());
   }
   // A finished job whose scratch files are gone (or were never made here: a
   // fetched record): its output as the record keeps it.
@@ -95,12 +102,12 @@ class OutputFollower {
       print_events(m_splitter.feed(*events));
       print_events(m_splitter.finish());
     }
-    if (plain) write(*plain);
+    if (plain) write(util::terminal_safe(*plain));
   }
 
  private:
   void print_events(const std::vector<nlohmann::json>& events) {
-    for (const auto& event : events) write(executors::claude::render_event(event));
+    for (const auto& event : events) write(util::terminal_safe(executors::claude::render_event(event)));
   }
   static void write(const std::string& text) {
     if (!text.empty()) std::cerr.write(text.data(), static_cast<std::streamsize>(text.size())).flush();
@@ -109,6 +116,8 @@ class OutputFollower {
   FileTail m_events;
   FileTail m_plain;
   executors::claude::EventSplitter m_splitter;
+  // The worker's output must not drive the user's terminal.
+  util::TerminalSafeStream m_plain_shown;
 };
 
 int wait_for_job(const WaitOptions& options) {

@@ -8,6 +8,7 @@
 #include "jobs/liveness.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
+#include "util/strings.hpp"
 
 namespace mullet::cli {
 
@@ -59,23 +60,25 @@ std::string short_sha(const std::string& sha) {
 }
 
 void print_job_outcome(const jobs::JobRecord& record, const std::string& hint, bool json) {
+  // The error, hint and warnings quote the worker (its summary, file names).
   if (!record.error.empty()) {
-    std::cerr << "git mullet: job " << record.id << " " << jobs::state_name(record.state) << ": " << record.error
-              << "\n";
-    if (!hint.empty()) std::cerr << "hint: " << hint << "\n";
+    std::string text =
+        "git mullet: job " + record.id + " " + jobs::state_name(record.state) + ": " + record.error + "\n";
+    if (!hint.empty()) text += "hint: " + hint + "\n";
+    std::cerr << util::terminal_safe(text);
   }
   if (json) {
     std::cout << job_json(record).dump(2) << "\n";
     return;
   }
-  std::cout << "job " << record.id << " " << jobs::state_name(record.state);
-  if (!record.result.empty()) std::cout << ": result " << short_sha(record.result);
-  std::cout << "\n";
-  for (const auto& warning : record.snapshot_warnings) std::cout << "  warning: " << warning << "\n";
+  std::string text = "job " + record.id + " " + jobs::state_name(record.state);
+  if (!record.result.empty()) text += ": result " + short_sha(record.result);
+  text += "\n";
+  for (const auto& warning : record.snapshot_warnings) text += "  warning: " + warning + "\n";
   if (!record.result.empty()) {
-    std::cout << "  review:  git mullet diff " << record.id << "\n"
-              << "  take it: git mullet merge " << record.id << "\n";
+    text += "  review:  git mullet diff " + record.id + "\n  take it: git mullet merge " + record.id + "\n";
   }
+  std::cout << util::terminal_safe(text);
 }
 
 void print_run_outcome(const jobs::RunOutcome& outcome, bool json) {

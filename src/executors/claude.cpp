@@ -24,7 +24,7 @@ class ClaudeSession final : public WorkerSession {
   void on_stderr(std::string_view chunk) override {
     m_stderr.append(chunk);
     if (m_stderr.size() > 64 * 1024) m_stderr = util::tail(m_stderr, 32 * 1024);
-    m_printer.print_text(util::valid_utf8(chunk));
+    m_printer.print_text(m_stderr_shown.feed(chunk));
   }
 
   std::string poll() override {
@@ -40,6 +40,7 @@ class ClaudeSession final : public WorkerSession {
 
   WorkerOutcome finish(const sandbox::RunResult& run) override {
     take(m_splitter.finish());
+    m_printer.print_text(m_stderr_shown.finish());
     m_printer.update(progress());
     m_printer.done();
     claude::RunFacts facts;
@@ -79,6 +80,7 @@ class ClaudeSession final : public WorkerSession {
   ProgressPrinter m_printer;
   std::int64_t m_started;
   std::string m_stderr;
+  util::TerminalSafeStream m_stderr_shown;
   std::string m_refusal;
 };
 

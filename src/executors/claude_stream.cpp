@@ -92,15 +92,18 @@ std::string describe_denial(const nlohmann::json& denial) {
 
 std::vector<nlohmann::json> EventSplitter::feed(std::string_view chunk) {
   std::vector<nlohmann::json> events;
+  // Only the new bytes can hold a line's end: a flood without newlines costs
+  // no rescan of what is held.
+  const std::size_t held = m_partial.size();
   m_partial.append(chunk);
   std::size_t start = 0;
-  for (std::size_t end = m_partial.find('\n'); end != std::string::npos; end = m_partial.find('\n', start)) {
+  for (std::size_t end = m_partial.find('\n', held); end != std::string::npos; end = m_partial.find('\n', start)) {
     take_line(std::string_view(m_partial).substr(start, end - start), events);
     start = end + 1;
   }
   m_partial.erase(0, start);
   // A line longer than any event we expect is garbage; do not hold it all.
-  constexpr std::size_t longest_line = 64U << 20U;
+  constexpr std::size_t longest_line = 16U << 20U;
   if (m_partial.size() > longest_line) {
     m_partial.clear();
     ++m_bad_lines;

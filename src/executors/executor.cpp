@@ -5,6 +5,7 @@
 #include "executors/claude.hpp"
 #include "executors/command.hpp"
 #include "util/error.hpp"
+#include "util/strings.hpp"
 
 namespace mullet::executors {
 namespace {
@@ -13,15 +14,23 @@ namespace {
 class PlainSession final : public WorkerSession {
  public:
   explicit PlainSession(bool echo) : m_echo(echo) {}
-  void on_stdout(std::string_view chunk) override { echo(chunk); }
-  void on_stderr(std::string_view chunk) override { echo(chunk); }
-  WorkerOutcome finish(const sandbox::RunResult& run) override { return plain_outcome(run); }
+  void on_stdout(std::string_view chunk) override { echo(m_stdout_shown.feed(chunk)); }
+  void on_stderr(std::string_view chunk) override { echo(m_stderr_shown.feed(chunk)); }
+  WorkerOutcome finish(const sandbox::RunResult& run) override {
+    echo(m_stdout_shown.finish());
+    echo(m_stderr_shown.finish());
+    return plain_outcome(run);
+  }
 
  private:
-  void echo(std::string_view chunk) const {
-    if (m_echo) std::cerr.write(chunk.data(), static_cast<std::streamsize>(chunk.size())).flush();
+  void echo(const std::string& text) const {
+    if (m_echo) std::cerr.write(text.data(), static_cast<std::streamsize>(text.size())).flush();
   }
   bool m_echo;
+  // The worker's output must not drive the user's terminal; each stream
+  // carries its own cut UTF-8 sequence.
+  util::TerminalSafeStream m_stdout_shown;
+  util::TerminalSafeStream m_stderr_shown;
 };
 
 }  // namespace

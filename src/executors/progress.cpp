@@ -24,14 +24,15 @@ std::string progress_text(const Progress& progress) {
 void ProgressPrinter::update(const Progress& progress) {
   if (!m_enabled) return;
   if (m_terminal) {
-    std::cerr << "\r\033[K" << util::first_line(progress_text(progress), 150) << std::flush;
+    // The tool and its argument come from the model.
+    std::cerr << "\r\033[K" << util::first_line(util::terminal_safe(progress_text(progress)), 150) << std::flush;
     m_status_shown = true;
     return;
   }
   const std::string key = std::to_string(progress.turns) + "\n" + progress.tool;
   if (key == m_last_key) return;
   m_last_key = key;
-  std::cerr << progress_text(progress) << "\n" << std::flush;
+  std::cerr << util::terminal_safe(progress_text(progress)) << "\n" << std::flush;
 }
 
 void ProgressPrinter::print_text(const std::string& text) {

@@ -1,6 +1,9 @@
 #include "git/cli.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 
 #include "util/error.hpp"
@@ -90,10 +93,18 @@ util::Environment hardened_git_environment(const GitCliTarget& target) {
   return env;
 }
 
-std::vector<std::string> diff_args(const std::string& from, const std::string& to) {
+std::vector<std::string> diff_args(const std::string& from, const std::string& to, bool for_terminal) {
   // No external diff drivers or textconv: their commands would come from
   // attributes in a tree the worker wrote.
-  return {"diff", "--no-ext-diff", "--no-textconv", "--stat", "--patch", "--end-of-options", from, to, "--"};
+  std::vector<std::string> args = {"diff", "--no-ext-diff", "--no-textconv", "--stat", "--patch"};
+  if (for_terminal) {
+    // Our filter keeps only git's own colours; its one background colour
+    // (whitespace errors) would be escaped.
+    args.emplace_back("--color=always");
+    args.emplace_back("--ws-error-highlight=none");
+  }
+  for (const auto& word : {std::string("--end-of-options"), from, to, std::string("--")}) args.push_back(word);
+  return args;
 }
 
 std::vector<std::string> read_tree_args(const std::string& tree_ish) {
@@ -129,7 +140,8 @@ util::CapturedRun run_git(const GitCliTarget& target, const std::vector<std::str
   return util::run_capture(options, input, {0, true});
 }
 
-util::ExitStatus run_git_passthrough(const GitCliTarget& target, const std::vector<std::string>& args) {
+util::ExitStatus run_git_passthrough(const GitCliTarget& target, const std::vector<std::string>& args,
+                                     const std::function<void(std::string_view)>& on_stdout) {
   util::SpawnOptions options;
   options.argv = {git_program()};
   for (auto& word : hardened_git_prefix()) options.argv.push_back(word);
@@ -137,7 +149,22 @@ util::ExitStatus run_git_passthrough(const GitCliTarget& target, const std::vect
   options.env = hardened_git_environment(target);
   options.stdout_fd = 1;
   options.stderr_fd = 2;
-  return util::wait_for(util::spawn(options));
+  if (!on_stdout) return util::wait_for(util::spawn(options));
+  Pipe output = make_pipe();
+  options.stdout_fd = output.write_end.get();
+  const pid_t pid = util::spawn(options);
+  output.write_end.reset();
+  char buffer[65536];
+  while (true) {
+    const ssize_t got = ::read(output.read_end.get(), buffer, sizeof buffer);
+    if (got > 0) {
+      on_stdout(std::string_view(buffer, static_cast<std::size_t>(got)));
+    } else if (got == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  output.read_end.reset();
+  return util::wait_for(pid);
 }
 
 }  // namespace mullet::git

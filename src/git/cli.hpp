@@ -3,8 +3,10 @@
 // through a .git file), and an environment built from scratch.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/process.hpp"
@@ -32,7 +34,7 @@ util::Environment hardened_git_environment(const GitCliTarget& target);
 // The argument lists of the git commands we run with values from records or
 // the user: --end-of-options before revisions and `--` before paths, so no
 // value (a forged record's `--output=...`) can be read as an option.
-std::vector<std::string> diff_args(const std::string& from, const std::string& to);
+std::vector<std::string> diff_args(const std::string& from, const std::string& to, bool for_terminal = false);
 std::vector<std::string> read_tree_args(const std::string& tree_ish);
 // Creates `ref` at `commit` only if it does not exist yet (the zero old value
 // is checked under the ref's lock).
@@ -42,7 +44,9 @@ std::vector<std::string> create_ref_args(const std::string& ref, const std::stri
 // when SIGINT/SIGTERM stopped it.
 util::CapturedRun run_git(const GitCliTarget& target, const std::vector<std::string>& args,
                           const std::string& input = {});
-// Runs it with our stdout/stderr (for output meant for the user).
-util::ExitStatus run_git_passthrough(const GitCliTarget& target, const std::vector<std::string>& args);
+// Runs it with our stdout/stderr (for output meant for the user); with
+// on_stdout, its stdout goes there instead, chunk by chunk as it comes.
+util::ExitStatus run_git_passthrough(const GitCliTarget& target, const std::vector<std::string>& args,
+                                     const std::function<void(std::string_view)>& on_stdout = {});
 
 }  // namespace mullet::git

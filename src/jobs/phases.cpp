@@ -1,10 +1,12 @@
 #include "jobs/phases.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <iostream>
+#include <optional>
 
 #include "git/cli.hpp"
 #include "sandbox/host.hpp"
@@ -26,6 +28,53 @@ UniqueFd open_log(const std::string& path) {
 }
 
 }  // namespace
+
+BoundedLog::BoundedLog(const std::string& path, std::uint64_t cap) : m_fd(open_log(path)), m_cap(cap) {
+  // A resumed job appends to the log of its earlier runs.
+  struct stat info {};
+  if (::fstat(m_fd.get(), &info) == 0) m_size = static_cast<std::uint64_t>(info.st_size);
+}
+
+void BoundedLog::append(std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t put = ::write(m_fd.get(), text.data(), text.size());
+    if (put < 0 && errno == EINTR) continue;
+    // A full disk: the log is lost, the job goes on (the disk limit ends it).
+    if (put <= 0) return;
+    m_size += static_cast<std::uint64_t>(put);
+    m_at_line_start = text[static_cast<std::size_t>(put) - 1] == '\n';
+    text.remove_prefix(static_cast<std::size_t>(put));
+  }
+}
+
+void BoundedLog::write(std::string_view chunk) {
+  if (m_left_out == 0 && m_tail.empty() && m_size < m_cap) {
+    const auto room = static_cast<std::size_t>(std::min<std::uint64_t>(m_cap - m_size, chunk.size()));
+    append(chunk.substr(0, room));
+    chunk.remove_prefix(room);
+  }
+  if (chunk.empty()) return;
+  m_tail.append(chunk);
+  if (m_tail.size() > 2 * log_tail_kept) {
+    const std::size_t drop = m_tail.size() - log_tail_kept;
+    m_left_out += drop;
+    m_tail.erase(0, drop);
+  }
+}
+
+void BoundedLog::end_phase() {
+  if (m_tail.size() > log_tail_kept) {
+    m_left_out += m_tail.size() - log_tail_kept;
+    m_tail.erase(0, m_tail.size() - log_tail_kept);
+  }
+  if (m_left_out > 0) {
+    append((m_at_line_start ? "" : "\n") + std::string("[git-mullet: ") + std::to_string(m_left_out) +
+           " bytes of output left out]\n");
+  }
+  append(m_tail);
+  m_tail.clear();
+  m_left_out = 0;
+}
 
 PhaseSpec setup_phase(const config::Config& config) {
   PhaseSpec phase;
@@ -101,7 +150,7 @@ sandbox::Plan plan_for(const git::Repository& repo, const config::Config& config
 }
 
 PhaseRunner::PhaseRunner(const git::Repository& repo, const config::Config& config, const JobPaths& paths, bool echo)
-    : m_repo(repo), m_config(config), m_paths(paths), m_echo(echo), m_log_fd(open_log(paths.worker_log)) {}
+    : m_repo(repo), m_config(config), m_paths(paths), m_echo(echo), m_log(paths.worker_log, worker_log_cap) {}
 
 std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& phase, const SandboxDirs& dirs) {
   std::unique_ptr<sandbox::EgressProxy> proxy;
@@ -119,16 +168,20 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
   sandbox::RunIo io;
   io.stdin_data = phase.stdin_data;
   const auto to_log = [&](std::string_view chunk) {
-    [[maybe_unused]] auto ignored = ::write(m_log_fd.get(), chunk.data(), chunk.size());
+    m_log.write(chunk);
     output.append(chunk);
-    // Only the tail goes into the record; the whole output is in the log file.
+    // Only the tail goes into the phase record; the log file keeps more.
     if (output.size() > 2 * phase_tail_bytes) output = util::tail(output, phase_tail_bytes);
   };
-  UniqueFd events_fd;
+  std::optional<BoundedLog> events;
+  util::TerminalSafeStream echo;
+  const auto echo_text = [](const std::string& text) {
+    std::cerr.write(text.data(), static_cast<std::streamsize>(text.size())).flush();
+  };
   if (phase.session == nullptr) {
     io.on_output = [&](std::string_view chunk) {
       to_log(chunk);
-      if (m_echo) std::cerr.write(chunk.data(), static_cast<std::streamsize>(chunk.size())).flush();
+      if (m_echo) echo_text(echo.feed(chunk));
     };
   } else if (!phase.structured_stdout) {
     io.on_output = [&](std::string_view chunk) {
@@ -136,9 +189,9 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
       phase.session->on_stdout(chunk);
     };
   } else {
-    events_fd = open_log(m_paths.events_log);
+    events.emplace(m_paths.events_log, events_log_cap);
     io.on_output = [&](std::string_view chunk) {
-      [[maybe_unused]] auto ignored = ::write(events_fd.get(), chunk.data(), chunk.size());
+      events->write(chunk);
       phase.session->on_stdout(chunk);
     };
     io.on_error_output = [&](std::string_view chunk) {
@@ -147,7 +200,11 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
     };
   }
   if (phase.session != nullptr) io.poll = [&] { return phase.session->poll(); };
+  io.disk_bytes_outside = [&] { return m_log.size() + (events ? events->size() : 0); };
   auto cleanup = [&] {
+    m_log.end_phase();
+    if (events) events->end_phase();
+    if (m_echo && phase.session == nullptr) echo_text(echo.finish());
     if (proxy) proxy->stop();
     if (!proxy_dir.empty()) util::remove_tree(proxy_dir);
   };

@@ -49,6 +49,36 @@ PhaseSpec gate_phase(const config::Config& config, const config::Gate& gate);
 sandbox::Plan plan_for(const git::Repository& repo, const config::Config& config, const JobPaths& paths,
                        const SandboxDirs& dirs, const PhaseSpec& phase, const std::string& proxy_socket);
 
+// The caps on a job's log files. They equal what the record keeps of each
+// (run_job.cpp), so the record can carry the capped file whole; both count
+// against limits.disk_mb.
+inline constexpr std::uint64_t worker_log_cap = 8U << 20U;
+inline constexpr std::uint64_t events_log_cap = 32U << 20U;
+// What a phase keeps in memory of its output past the cap: the end, where
+// the error usually is.
+inline constexpr std::size_t log_tail_kept = 64U << 10U;
+
+// An append-only log file of a job that stops growing at its cap: past it,
+// output is dropped but for the last log_tail_kept bytes, which end_phase()
+// writes after one marker line saying how much was left out.
+class BoundedLog {
+ public:
+  BoundedLog(const std::string& path, std::uint64_t cap);
+  void write(std::string_view chunk);
+  void end_phase();
+  // The file's size: what it holds on disk.
+  std::uint64_t size() const { return m_size; }
+
+ private:
+  void append(std::string_view text);
+  UniqueFd m_fd;
+  std::uint64_t m_cap;
+  std::uint64_t m_size = 0;
+  std::uint64_t m_left_out = 0;  // this phase's, past the cap
+  std::string m_tail;
+  bool m_at_line_start = true;
+};
+
 // Runs phases of one job: their output goes to the job's log (and our
 // stderr), each gets its own egress proxy when it has grants.
 class PhaseRunner {
@@ -62,7 +92,7 @@ class PhaseRunner {
   const config::Config& m_config;
   const JobPaths& m_paths;
   bool m_echo;
-  UniqueFd m_log_fd;
+  BoundedLog m_log;
 };
 
 }  // namespace mullet::jobs

@@ -28,8 +28,9 @@ namespace {
 
 using executors::describe_stop;
 
-constexpr std::size_t log_kept_bytes = 8U << 20U;
-constexpr std::size_t events_kept_bytes = 64U << 20U;
+// The capped logs and the tails their phases appended past the cap.
+constexpr std::size_t log_kept_bytes = worker_log_cap + (1U << 20U);
+constexpr std::size_t events_kept_bytes = events_log_cap + (1U << 20U);
 constexpr std::size_t gate_feedback_bytes = 3000;
 
 void write_executor_files(const JobPaths& paths, const std::vector<executors::GeneratedFile>& files) {
@@ -387,13 +388,18 @@ RunOutcome run_and_record(const git::Repository& repo, const config::Config& con
     record.state = JobState::failed;
     record.error = "internal error: the job ended without a verdict";
   }
-  const std::string log = util::read_file_if_exists(paths.worker_log).value_or("");
   record.finished_at = util::now_utc();
   std::map<std::string, std::string> files;
-  files["worker.log"] = util::tail(log, log_kept_bytes);
-  if (auto events = util::read_file_if_exists(paths.events_log)) {
-    files["events.jsonl"] = events->size() > events_kept_bytes ? util::tail(*events, events_kept_bytes) : *events;
-  }
+  // The record is stored whatever happened to the logs.
+  const auto log_tail = [](const std::string& path, std::size_t bytes) -> std::optional<std::string> {
+    try {
+      return util::read_file_tail(path, bytes);
+    } catch (const Error& error) {
+      return "[git-mullet: " + std::string(error.what()) + "]\n";
+    }
+  };
+  files["worker.log"] = log_tail(paths.worker_log, log_kept_bytes).value_or("");
+  if (auto events = log_tail(paths.events_log, events_kept_bytes)) files["events.jsonl"] = *events;
   const auto finished = store.update(
       record.id, [&](JobRecord& stored) { stored = record; }, files);
   return RunOutcome{finished.record, static_cast<ExitCode>(exit_code_for(finished.record.state)), hint};

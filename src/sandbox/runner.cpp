@@ -329,7 +329,7 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
       if (consumed > 2 * disk_bytes) kill_sandbox("disk");
       if (consumed > disk_bytes || now - last_disk_walk >= disk_walk_interval) {
         last_disk_walk = now;
-        std::uint64_t used = 0;
+        std::uint64_t used = io.disk_bytes_outside ? io.disk_bytes_outside() : 0;
         for (const auto& path : writable) used += util::disk_usage(path, disk_bytes);
         if (used > disk_bytes) kill_sandbox("disk");
         disk_walk_interval = std::clamp<std::int64_t>(20 * (util::monotonic_ms() - now), 250, 5000);

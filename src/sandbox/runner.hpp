@@ -19,6 +19,9 @@ struct RunIo {
   // Called every few hundred milliseconds while the sandbox runs; a non-empty
   // answer kills the sandbox and becomes RunResult::ended_by.
   std::function<std::string()> poll;
+  // Bytes the caller keeps on disk for this sandbox outside its writable
+  // binds (the logs of its output): they count against limits.disk_mb too.
+  std::function<std::uint64_t()> disk_bytes_outside;
 };
 
 struct RunResult {

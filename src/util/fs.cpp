@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -67,6 +68,34 @@ std::optional<std::string> read_regular_file_if_exists(const std::string& path, 
   }
   // The cap again while reading: the file may grow after fstat().
   return read_to_end(fd.get(), path, max_bytes);
+}
+
+std::optional<std::string> read_file_tail(const std::string& path, std::size_t max_bytes) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) {
+    if (errno == ENOENT) return std::nullopt;
+    throw failure("cannot read " + path + ": " + errno_text(errno));
+  }
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) throw failure("cannot read " + path + ": " + errno_text(errno));
+  if (!S_ISREG(info.st_mode)) throw failure("cannot read " + path + ": not a regular file");
+  const auto size = static_cast<std::uint64_t>(info.st_size);
+  // One byte more than asked, so tail() sees whether there was more.
+  const std::uint64_t want = std::min<std::uint64_t>(size, static_cast<std::uint64_t>(max_bytes) + 1);
+  std::string content(static_cast<std::size_t>(want), '\0');
+  std::size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t got =
+        ::pread(fd.get(), content.data() + done, content.size() - done, static_cast<off_t>(size - want + done));
+    if (got == 0) break;  // the file shrank meanwhile
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw failure("cannot read " + path + ": " + errno_text(errno));
+    }
+    done += static_cast<std::size_t>(got);
+  }
+  content.resize(done);
+  return tail(content, max_bytes);
 }
 
 std::optional<std::string> read_proc_file(const std::string& path) {

@@ -20,6 +20,10 @@ std::optional<std::string> read_file_if_exists(const std::string& path);
 // FIFOs, devices and directories are refused without blocking or reading, and
 // so is a larger file. nullopt when it does not exist.
 std::optional<std::string> read_regular_file_if_exists(const std::string& path, std::size_t max_bytes);
+// The last max_bytes of a file, read with pread so a file of any size costs
+// only that much memory; when it was longer, the text starts with tail()'s
+// cut marker. nullopt when it does not exist. Never follows a symlink.
+std::optional<std::string> read_file_tail(const std::string& path, std::size_t max_bytes);
 // A file under /proc that may vanish while being read (its process ended):
 // nullopt on any error.
 std::optional<std::string> read_proc_file(const std::string& path);

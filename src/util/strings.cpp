@@ -1,5 +1,6 @@
 #include "util/strings.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -160,6 +161,179 @@ std::string to_lower(std::string_view text) {
   std::string lower(text);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return lower;
+}
+
+}  // namespace mullet::util
+
+namespace mullet::util {
+namespace {
+
+constexpr std::size_t longest_sgr = 32;
+
+void escape_byte(std::string& out, unsigned char byte) {
+  char text[8];
+  std::snprintf(text, sizeof text, "\\x%02x", byte);
+  out += text;
+}
+
+void escape_code_point(std::string& out, std::uint32_t code) {
+  char text[16];
+  std::snprintf(text, sizeof text, "\\u%04x", static_cast<unsigned>(code));
+  out += text;
+}
+
+bool is_bidi_control(std::uint32_t code) {
+  return (code >= 0x202A && code <= 0x202E) || (code >= 0x2066 && code <= 0x2069);
+}
+
+enum class Sequence { complete, incomplete, invalid };
+
+// The UTF-8 sequence at text[i] (lead byte >= 0x80): its length and code
+// point when complete and valid.
+Sequence utf8_at(std::string_view text, std::size_t i, std::size_t& length, std::uint32_t& code) {
+  const auto lead = static_cast<unsigned char>(text[i]);
+  std::uint32_t minimum = 0;
+  if ((lead & 0xE0U) == 0xC0U) {
+    length = 2;
+    minimum = 0x80;
+  } else if ((lead & 0xF0U) == 0xE0U) {
+    length = 3;
+    minimum = 0x800;
+  } else if ((lead & 0xF8U) == 0xF0U) {
+    length = 4;
+    minimum = 0x10000;
+  } else {
+    return Sequence::invalid;
+  }
+  code = lead & (0x7FU >> length);
+  for (std::size_t k = 1; k < length; ++k) {
+    if (i + k >= text.size()) return Sequence::incomplete;
+    const auto next = static_cast<unsigned char>(text[i + k]);
+    if ((next & 0xC0U) != 0x80U) return Sequence::invalid;
+    code = (code << 6U) | (next & 0x3FU);
+  }
+  if (code < minimum || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return Sequence::invalid;
+  return Sequence::complete;
+}
+
+// Length of the SGR sequence at text[i] (an ESC), 0 when it is none;
+// `incomplete` when the text ends before it could tell.
+std::size_t sgr_at(std::string_view text, std::size_t i, bool& incomplete) {
+  incomplete = false;
+  std::size_t k = i + 1;
+  if (k >= text.size()) {
+    incomplete = true;
+    return 0;
+  }
+  if (text[k] != '[') return 0;
+  // Reset, bold, normal intensity, and the foreground colours that show on
+  // any background: nothing that can hide text (no background, conceal,
+  // black or white, no 256-colour or RGB forms).
+  const auto harmless = [](int parameter) {
+    return parameter == 0 || parameter == 1 || parameter == 22 || (parameter >= 31 && parameter <= 36) ||
+           parameter == 39;
+  };
+  int parameter = 0;
+  for (++k; k < text.size() && k - i < longest_sgr; ++k) {
+    const char c = text[k];
+    if (c == 'm' || c == ';') {
+      if (!harmless(parameter)) return 0;
+      if (c == 'm') return k - i + 1;
+      parameter = 0;
+    } else if (c >= '0' && c <= '9') {
+      parameter = std::min(parameter * 10 + (c - '0'), 1000);
+    } else {
+      return 0;
+    }
+  }
+  incomplete = k >= text.size() && k - i < longest_sgr;
+  return 0;
+}
+
+// Escapes `text` into `out`; returns how many bytes at its end were left
+// unread because the next chunk may complete them (none when `final`).
+std::size_t make_terminal_safe(std::string_view text, bool final, bool keep_colours, std::string& out) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte == '\n' || byte == '\t' || (byte >= 0x20 && byte < 0x7F)) {
+      out += static_cast<char>(byte);
+      ++i;
+      continue;
+    }
+    if (byte == '\r') {
+      if (i + 1 == text.size() && !final) return text.size() - i;
+      if (i + 1 < text.size() && text[i + 1] == '\n') {
+        out += "\r\n";
+        i += 2;
+      } else {
+        escape_byte(out, byte);
+        ++i;
+      }
+      continue;
+    }
+    if (byte == 0x1B && keep_colours) {
+      bool incomplete = false;
+      const std::size_t length = sgr_at(text, i, incomplete);
+      if (incomplete && !final) return text.size() - i;
+      if (length > 0) {
+        out.append(text.substr(i, length));
+        i += length;
+        continue;
+      }
+    }
+    if (byte < 0x80) {
+      escape_byte(out, byte);
+      ++i;
+      continue;
+    }
+    std::size_t length = 0;
+    std::uint32_t code = 0;
+    const Sequence found = utf8_at(text, i, length, code);
+    if (found == Sequence::incomplete && !final) return text.size() - i;
+    if (found != Sequence::complete) {
+      escape_byte(out, byte);
+      ++i;
+    } else if (code <= 0x9F || is_bidi_control(code)) {
+      escape_code_point(out, code);
+      i += length;
+    } else {
+      out.append(text.substr(i, length));
+      i += length;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string terminal_safe(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  make_terminal_safe(text, true, false, out);
+  return out;
+}
+
+std::string TerminalSafeStream::feed(std::string_view chunk) {
+  std::string out;
+  out.reserve(chunk.size() + m_carry.size());
+  std::string_view text = chunk;
+  std::string joined;
+  if (!m_carry.empty()) {
+    joined = m_carry;
+    joined.append(chunk);
+    text = joined;
+  }
+  const std::size_t left = make_terminal_safe(text, false, m_keep_colours, out);
+  m_carry.assign(text.substr(text.size() - left));
+  return out;
+}
+
+std::string TerminalSafeStream::finish() {
+  std::string out;
+  make_terminal_safe(m_carry, true, m_keep_colours, out);
+  m_carry.clear();
+  return out;
 }
 
 }  // namespace mullet::util

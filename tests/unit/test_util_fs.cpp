@@ -16,6 +16,7 @@
 
 #include "util/error.hpp"
 #include "util/fs.hpp"
+#include "util/strings.hpp"
 
 namespace fs = std::filesystem;
 using mullet::Error;
@@ -381,4 +382,29 @@ TEST_CASE("disk_usage counts allocated bytes without following symlinks") {
   CHECK(early < total);
   CHECK(disk_usage(dir / "missing") == 0);
   CHECK(disk_usage(dir / "a/link-to-huge") == 0);
+}
+
+TEST_CASE("read_file_tail reads only the end of a file, and marks the cut") {
+  TempDir dir;
+  const std::string path = dir.path() + "/log";
+  CHECK_FALSE(mullet::util::read_file_tail(path, 10).has_value());
+  mullet::util::write_file(path, "");
+  CHECK(mullet::util::read_file_tail(path, 10) == std::string());
+  mullet::util::write_file(path, "0123456789");
+  CHECK(mullet::util::read_file_tail(path, 10) == "0123456789");
+  CHECK(mullet::util::read_file_tail(path, 20) == "0123456789");
+  CHECK(mullet::util::read_file_tail(path, 4) == mullet::util::tail("0123456789", 4));
+  CHECK(mullet::util::read_file_tail(path, 4)->substr(mullet::util::read_file_tail(path, 4)->size() - 4) == "6789");
+  // A sparse file far larger than what is asked costs only what is asked.
+  {
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    REQUIRE(::ftruncate(fd.get(), off_t{1} << 40U) == 0);
+    REQUIRE(::pwrite(fd.get(), "end", 3, (off_t{1} << 40U) - 3) == 3);
+  }
+  const auto end = mullet::util::read_file_tail(path, 8);
+  REQUIRE(end.has_value());
+  CHECK(end->substr(end->size() - 8) == std::string(5, '\0') + "end");
+  const std::string link = dir.path() + "/link";
+  REQUIRE(::symlink(path.c_str(), link.c_str()) == 0);
+  CHECK_THROWS_AS(mullet::util::read_file_tail(link, 8), Error);
 }

@@ -125,3 +125,101 @@ TEST_CASE("is_env_name accepts shell variable names only") {
   CHECK_FALSE(is_env_name("A.B"));
   CHECK_FALSE(is_env_name("\xC3\xA9"));
 }
+
+using mullet::util::terminal_safe;
+using mullet::util::TerminalSafeStream;
+
+TEST_CASE("terminal_safe escapes every C0 control but newline and tab, and DEL") {
+  for (int c = 0; c < 0x20; ++c) {
+    const std::string text(1, static_cast<char>(c));
+    if (c == '\n' || c == '\t') {
+      CHECK(terminal_safe(text) == text);
+    } else {
+      const std::string escaped = terminal_safe(text);
+      CHECK(escaped.size() == 4);
+      CHECK(escaped.rfind("\\x", 0) == 0);
+    }
+  }
+  CHECK(terminal_safe("\x7f") == "\\x7f");
+  CHECK(terminal_safe("a\tb\nc") == "a\tb\nc");
+}
+
+TEST_CASE("terminal_safe neutralises the escape sequences a worker would use on the terminal") {
+  CHECK(terminal_safe("\x1b]52;c;cm0gLXJm\x07") == "\\x1b]52;c;cm0gLXJm\\x07");  // OSC 52 clipboard
+  CHECK(terminal_safe("\x1b]0;pwned\x1b\\") == "\\x1b]0;pwned\\x1b\\");          // OSC 0 title
+  CHECK(terminal_safe("\x1b[2J\x1b[H") == "\\x1b[2J\\x1b[H");                    // clear screen
+  CHECK(terminal_safe("\x1b]8;;http://x\x1b\\y\x1b]8;;\x1b\\").find('\x1b') == std::string::npos);
+  CHECK(terminal_safe("\x1b[31mred") == "\\x1b[31mred");  // colours too: only diff keeps them
+  CHECK(terminal_safe("\a") == "\\x07");
+}
+
+TEST_CASE("terminal_safe keeps CR only right before LF") {
+  CHECK(terminal_safe("line\r\n") == "line\r\n");
+  CHECK(terminal_safe("safe\rrm -rf /") == "safe\\x0drm -rf /");
+  CHECK(terminal_safe("end\r") == "end\\x0d");
+}
+
+TEST_CASE("terminal_safe escapes C1 controls, raw and UTF-8 encoded") {
+  CHECK(terminal_safe("\x9b"
+                      "2J") == "\\x9b2J");
+  CHECK(terminal_safe("\xc2\x9b"
+                      "2J") == "\\u009b2J");
+  CHECK(terminal_safe("\xc2\x80") == "\\u0080");
+  CHECK(terminal_safe("\xc2\x9f") == "\\u009f");
+  CHECK(terminal_safe("\xc2\xa0") == "\xc2\xa0");  // U+00A0 is printable
+}
+
+TEST_CASE("terminal_safe escapes bidi embeddings, overrides and isolates") {
+  CHECK(terminal_safe("a\xe2\x80\xae"
+                      "b") == "a\\u202eb");
+  CHECK(terminal_safe("\xe2\x80\xaa") == "\\u202a");
+  CHECK(terminal_safe("\xe2\x81\xa6\xe2\x81\xa9") == "\\u2066\\u2069");
+  CHECK(terminal_safe("\xe2\x80\x94") == "\xe2\x80\x94");  // an em dash stays
+}
+
+TEST_CASE("terminal_safe keeps valid UTF-8 and escapes invalid bytes") {
+  const std::string text = "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x90\x9f";
+  CHECK(terminal_safe(text) == text);
+  CHECK(terminal_safe("\xff") == "\\xff");
+  CHECK(terminal_safe("\xc0\xaf") == "\\xc0\\xaf");           // overlong '/'
+  CHECK(terminal_safe("\xed\xa0\x80") == "\\xed\\xa0\\x80");  // a surrogate
+  CHECK(terminal_safe("\xe6\x97") == "\\xe6\\x97");           // cut short at the end
+  CHECK(terminal_safe("\xe6x") == "\\xe6x");
+}
+
+TEST_CASE("TerminalSafeStream gives the same text whatever the chunk boundaries") {
+  const std::string text =
+      "ok \xf0\x9f\x90\x9f \xe6\x97\xa5\r\nnext\rover \x1b]0;t\x07 \xc2\x9b \xe2\x80\xae \x1b[1;31mc\x1b[m \xff end\r";
+  for (const bool colours : {false, true}) {
+    TerminalSafeStream whole(colours);
+    std::string expected = whole.feed(text);
+    expected += whole.finish();
+    for (std::size_t size = 1; size <= 7; ++size) {
+      TerminalSafeStream stream(colours);
+      std::string got;
+      for (std::size_t at = 0; at < text.size(); at += size) got += stream.feed(text.substr(at, size));
+      got += stream.finish();
+      CHECK(got == expected);
+    }
+  }
+  TerminalSafeStream plain;
+  std::string got = plain.feed(text);
+  got += plain.finish();
+  CHECK(got == terminal_safe(text));
+}
+
+TEST_CASE("TerminalSafeStream with colours keeps only SGR sequences that cannot hide text") {
+  TerminalSafeStream colours(true);
+  CHECK(colours.feed("\x1b[8mhidden\x1b[31;41mred on red\x1b[30mblack\x1b[38;5;0mx\x1b[47mw") ==
+        "\\x1b[8mhidden\\x1b[31;41mred on red\\x1b[30mblack\\x1b[38;5;0mx\\x1b[47mw");
+  CHECK(colours.feed("\x1b[1m\x1b[36m@@\x1b[m\x1b[0;1;32m+\x1b[39;22m") ==
+        "\x1b[1m\x1b[36m@@\x1b[m\x1b[0;1;32m+\x1b[39;22m");
+}
+
+TEST_CASE("TerminalSafeStream with colours keeps SGR sequences and nothing else") {
+  TerminalSafeStream stream(true);
+  std::string got = stream.feed("\x1b[1;32m+ok\x1b[m \x1b[2J \x1b]52;c;eA==\x07 \x1b[31;1");
+  got += stream.feed("m\x1b");
+  got += stream.finish();
+  CHECK(got == "\x1b[1;32m+ok\x1b[m \\x1b[2J \\x1b]52;c;eA==\\x07 \x1b[31;1m\\x1b");
+}
