@@ -35,8 +35,12 @@ const std::vector<KeySpec>& schema() {
        "top-level directories that setup fills: read-only afterwards, never in the result"},
       {"sandbox.env", Kind::list, RepoRule::narrow_list, std::vector<std::string>{},
        "extra environment variable names let into sandboxes"},
-      {"sandbox.uid", Kind::integer, RepoRule::user_only, std::int64_t{65534},
-       "host uid sandboxes run as when git-mullet runs as root"},
+      // 0x70000000: far above users, system services and the container ranges
+      // (systemd leaves 0x70000000..0x7ffdffff unassigned).
+      {"sandbox.uid", Kind::integer, RepoRule::user_only, std::int64_t{1879048192},
+       "first host uid of the range sandboxes run as when git-mullet runs as root (one uid per running job)"},
+      {"sandbox.uid_count", Kind::integer, RepoRule::user_only, std::int64_t{1024},
+       "how many host uids that range has: as many jobs may run at once as root"},
       {"network.setup", Kind::list, RepoRule::narrow_list, std::vector<std::string>{},
        "host:port destinations the setup phase may reach"},
       {"network.worker", Kind::list, RepoRule::narrow_list, std::vector<std::string>{},
@@ -162,7 +166,7 @@ std::string validate(const std::string& key, const Value& value) {
       if (!valid_destination(item)) return "'" + item + "' is not host:port (or \"*\")";
     }
   }
-  if (key.rfind("limits.", 0) == 0 || key == "sandbox.uid" || key == "run.attempts") {
+  if (key.rfind("limits.", 0) == 0 || key == "sandbox.uid" || key == "sandbox.uid_count" || key == "run.attempts") {
     if (numeric(value) <= 0) return "must be a positive number";
   }
   if (key == "run.max_parallel" && numeric(value) < 0) return "must be 0 (no cap) or more";

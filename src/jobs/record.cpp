@@ -168,6 +168,7 @@ nlohmann::json to_json(const JobRecord& record) {
       {"snapshot_warnings", warnings},
       {"runner",
        {{"pid", record.runner.pid}, {"start_ticks", record.runner.start_ticks}, {"boot_id", record.runner.boot_id}}},
+      {"sandbox_uid", record.sandbox_uid ? nlohmann::json(*record.sandbox_uid) : nlohmann::json()},
       {"report", report_json(record.report)},
       {"attempts", attempts_json(record.attempts)},
       {"run_flags", record.run_flags.is_object() ? record.run_flags : nlohmann::json::object()}};
@@ -223,6 +224,9 @@ JobRecord record_from_json(const nlohmann::json& json) {
     record.runner.pid = integer_or(*runner, "pid", 0);
     record.runner.start_ticks = integer_or(*runner, "start_ticks", std::uint64_t{0});
     record.runner.boot_id = string_or_empty(*runner, "boot_id");
+  }
+  if (const auto uid = json.find("sandbox_uid"); uid != json.end() && uid->is_number_integer()) {
+    record.sandbox_uid = uid->get<std::int64_t>();
   }
   if (const auto report = json.find("report"); report != json.end()) record.report = report_from_json(*report);
   if (const auto flags = json.find("run_flags"); flags != json.end() && flags->is_object()) record.run_flags = *flags;

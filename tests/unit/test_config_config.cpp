@@ -69,7 +69,8 @@ TEST_CASE("a new Config holds the built-in defaults") {
   CHECK(config.string("run.executor") == "claude");
   CHECK(config.string("run.command") == "");
   CHECK(config.list("sandbox.env").empty());
-  CHECK(config.integer("sandbox.uid") == 65534);
+  CHECK(config.integer("sandbox.uid") == 1879048192);
+  CHECK(config.integer("sandbox.uid_count") == 1024);
   CHECK(config.list("network.setup").empty());
   CHECK(config.list("network.worker").empty());
   CHECK(config.string("claude.binary") == "claude");
@@ -203,6 +204,7 @@ TEST_CASE("invalid values are problems naming the value") {
     expect_one_usage_problem("[limits]\ntimeout = -5\n", {"limits.timeout", "positive"});
     expect_one_usage_problem("[limits]\nmemory_mb = 0\n", {"limits.memory_mb", "positive"});
     expect_one_usage_problem("[sandbox]\nuid = 0\n", {"sandbox.uid", "positive"});
+    expect_one_usage_problem("[sandbox]\nuid_count = 0\n", {"sandbox.uid_count", "positive"});
   }
   SUBCASE("unknown executor") {
     expect_one_usage_problem("[run]\nexecutor = \"docker\"\n", {"run.executor", "unknown executor 'docker'"});
