@@ -85,7 +85,7 @@ TEST_CASE("a new Config holds the built-in defaults") {
   CHECK(config.string("run.setup").empty());
   CHECK(config.list("run.dependency_dirs") ==
         std::vector<std::string>{"node_modules", "vendor", ".venv", "target", "build"});
-  CHECK(config.entries().size() == 23);
+  CHECK(config.entries().size() == 24);
   for (const auto& [key, entry] : config.entries()) {
     INFO(key);
     CHECK(entry.source == Source::built_in);
