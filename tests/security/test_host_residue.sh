@@ -83,15 +83,15 @@ finish"
   dir="$(sec_job_dir)"
   assert_exists "$dir/work/suid-sh"
   assert_exists "$dir/home/home-suid-sh"
-  assert_private "$common/mullet" "$common/mullet/jobs" "$common/mullet/slots" "$dir"
   if other_user; then
-    assert_other_user_fails "list the job's directory" ls "$dir"
-    assert_other_user_fails "read the job's work tree" cat "$dir/work/README"
-    assert_other_user_fails "list the job's home" ls "$dir/home"
     assert_other_user_fails "run the worker's setuid shell" "$dir/work/suid-sh" -p -c 'id -u'
     assert_other_user_fails "run the worker's setuid shell in its home" "$dir/home/home-suid-sh" -p -c 'id -u'
+    assert_other_user_fails "read the job's work tree" cat "$dir/work/README"
+    assert_other_user_fails "list the job's directory" ls "$dir"
+    assert_other_user_fails "list the job's home" ls "$dir/home"
   fi
   assert_no_unsafe_bits "$dir"
+  assert_private "$common/mullet" "$common/mullet/jobs" "$common/mullet/slots" "$dir"
 }
 
 test_gate_checkout_is_private_while_the_gate_runs_and_keeps_no_bits() {
@@ -110,12 +110,12 @@ i=0; while [ ! -e gate-go ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); don
   dir="$(sec_job_dir)"
   wait_until 60 test -e "$dir/gate/work/gate-ready"
   assert_eq "$(stat -c %a "$dir/gate/work/g-suid")" 4755 "the gate's copy, while it runs (positive control)"
-  assert_private "$dir" "$dir/gate"
   if other_user; then
-    assert_other_user_fails "read the gate's checkout" cat "$dir/gate/work/README"
     assert_other_user_fails "run the gate's setuid shell" "$dir/gate/work/g-suid" -p -c 'id -u'
     assert_other_user_fails "run the gate's setuid shell in its home" "$dir/gate/home/g-home" -p -c 'id -u'
+    assert_other_user_fails "read the gate's checkout" cat "$dir/gate/work/README"
   fi
+  assert_private "$dir" "$dir/gate"
   touch "$dir/gate/work/gate-go"
   expect_exit 0 timeout 60 git mullet wait -q "$JOB"
   assert_contains "$(git mullet log "$JOB")" "MODE 4755 g-suid" "the gate's output"
@@ -127,13 +127,6 @@ test_jobs_as_root_have_uids_of_their_own() {
   cd repo
   local jobs
   jobs="$(cd "$(git rev-parse --git-common-dir)" && pwd -P)/mullet/jobs"
-  # The plan says which uid it will be, before any job exists.
-  expect_exit 0 git mullet run --dry-run -m plan --command true
-  if [ "$(id -u)" -eq 0 ]; then
-    assert_contains "$OUT" "a host uid of its own" "run --dry-run as root"
-  else
-    assert_not_contains "$OUT" "runs as:" "run --dry-run as a user"
-  fi
   # Job B holds its sandbox until the test releases it (bounded).
   expect_exit 0 git mullet run --detach -m "job B" --command 'id -u >b-uid; echo b >b-file; touch b-started
 i=0; while [ ! -e release ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done'
@@ -165,6 +158,19 @@ finish"
     assert_eq "$uid_b" null "job B's sandbox_uid"
     assert_eq "$(cat "$a_dir/work/a-uid")" "$(id -u)" "job A's uid inside"
   else
+    # A process of A's uid on the host (what a setuid copy would have
+    # given; the uid that owns what A wrote): not even from inside B's work
+    # tree can it write there.
+    local owner_a
+    owner_a="$(stat -c %u "$a_dir/work/a-file")"
+    if (cd "$b_dir/work" && setpriv --reuid="$owner_a" --regid="$owner_a" --clear-groups \
+      sh -c 'echo a >planted-on-host') 2>/dev/null; then
+      fail "uid $owner_a (job A) wrote into job B's work tree"
+    fi
+    if setpriv --reuid="$owner_a" --regid="$owner_a" --clear-groups ls "$b_dir/work" >/dev/null 2>&1; then
+      fail "uid $owner_a (job A) listed job B's work tree by its path"
+    fi
+    assert_absent "$b_dir/work/planted-on-host"
     assert_matches "$uid_a" '^[0-9]+$' "job A's sandbox_uid"
     assert_matches "$uid_b" '^[0-9]+$' "job B's sandbox_uid"
     [ "$uid_a" != "$uid_b" ] || fail "jobs A and B both ran as uid $uid_a"
@@ -173,16 +179,6 @@ finish"
     assert_eq "$(cat "$b_dir/work/b-uid")" "$uid_b" "job B's uid inside"
     assert_eq "$(stat -c '%u %g' "$a_dir/work/a-file")" "$uid_a $uid_a" "owner of job A's file"
     assert_eq "$(stat -c '%u %g' "$b_dir/work/b-file")" "$uid_b $uid_b" "owner of job B's file"
-    # A process of A's uid on the host (what a setuid copy would have
-    # given): not even from inside B's work tree can it write there.
-    if (cd "$b_dir/work" && setpriv --reuid="$uid_a" --regid="$uid_a" --clear-groups \
-      sh -c 'echo a >planted-on-host') 2>/dev/null; then
-      fail "uid $uid_a (job A) wrote into job B's work tree"
-    fi
-    if setpriv --reuid="$uid_a" --regid="$uid_a" --clear-groups ls "$b_dir/work" >/dev/null 2>&1; then
-      fail "uid $uid_a (job A) listed job B's work tree by its path"
-    fi
-    assert_absent "$b_dir/work/planted-on-host"
   fi
 
   touch "$b_dir/work/release"
@@ -192,6 +188,13 @@ finish"
   assert_eq "$(git cat-file blob "$result:b-file")" b "b-file in job B's result"
   if git ls-tree -r --name-only "$result" | grep -q planted; then
     fail "job B's result holds a file planted by job A: $(git ls-tree -r --name-only "$result" | grep planted)"
+  fi
+  # The plan says which uid a job will run as before it has one.
+  expect_exit 0 git mullet run --dry-run -m plan --command true
+  if [ "$(id -u)" -eq 0 ]; then
+    assert_contains "$OUT" "a host uid of its own" "run --dry-run as root"
+  else
+    assert_not_contains "$OUT" "runs as:" "run --dry-run as a user"
   fi
 }
 
