@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <iostream>
 #include <memory>
 
@@ -5,6 +7,7 @@
 #include "executors/claude_args.hpp"
 #include "executors/claude_binary.hpp"
 #include "jobs/layout.hpp"
+#include "jobs/slots.hpp"
 #include "sandbox/doctor.hpp"
 #include "util/error.hpp"
 
@@ -38,8 +41,27 @@ sandbox::Check claude_check(const config::Config& config, const std::string& cac
   return check;
 }
 
+// As root, which host uids jobs' sandboxes run as.
+std::optional<sandbox::Check> sandbox_user_check(const config::Config& config, std::optional<uid_t>& probe_uid) {
+  if (::geteuid() != 0) return std::nullopt;
+  sandbox::Check check{"sandbox users", false, true, {}, {}};
+  try {
+    const auto range = jobs::sandbox_uid_range(config);
+    probe_uid = range.first;
+    check.ok = true;
+    check.detail = "git-mullet runs as root: each running job's sandboxes get a host uid of their own, from " +
+                   std::to_string(range.first) + ".." +
+                   std::to_string(static_cast<std::uint64_t>(range.first) + range.count - 1) +
+                   " ([sandbox] uid, uid_count)";
+  } catch (const Error& error) {
+    probe_uid = 65534;  // the test sandbox still never runs as root
+    check.detail = error.what();
+    check.fix = error.hint();
+  }
+  return check;
+}
+
 int doctor(bool json) {
-  auto checks = sandbox::run_doctor_checks();
   // The grants each phase would get here: the user's config, narrowed by the
   // repository's .mullet.toml at HEAD when run inside a repository.
   std::optional<git::Repository> repo;
@@ -50,6 +72,10 @@ int doctor(bool json) {
   std::optional<git_oid> base;
   if (repo && git_repository_head_unborn(repo->get()) != 1) base = repo->head_commit();
   const auto config = load_config(repo ? &*repo : nullptr, base);
+  std::optional<uid_t> probe_uid;
+  const auto user_check = sandbox_user_check(config, probe_uid);
+  auto checks = sandbox::run_doctor_checks(probe_uid);
+  if (user_check) checks.push_back(*user_check);
   checks.push_back(claude_check(config, repo ? jobs::jobs_directory(*repo) : std::string()));
 
   nlohmann::json worker_grants = config.list("network.worker");

@@ -72,9 +72,14 @@ const std::vector<KeySpec>& schema() {
        "top-level directories that setup fills: read-only afterwards, never in the result"},
       {"sandbox.env", Kind::list, RepoRule::narrow_list, std::vector<std::string>{}, items(list_items, name_bytes),
        "extra environment variable names let into sandboxes"},
-      // 0 is root and 2^32-1 is (uid_t)-1, "no change" to setresuid.
-      {"sandbox.uid", Kind::integer, RepoRule::user_only, std::int64_t{65534}, between(1, 4294967294LL),
-       "host uid sandboxes run as when git-mullet runs as root"},
+      // 0x70000000: far above users, system services and the container ranges
+      // (systemd leaves 0x70000000..0x7ffdffff unassigned). 0 is root and
+      // 2^32-1 is (uid_t)-1, "no change" to setresuid; run_job checks that the
+      // whole range stays below it.
+      {"sandbox.uid", Kind::integer, RepoRule::user_only, std::int64_t{1879048192}, between(1, 4294967294LL),
+       "first host uid of the range sandboxes run as when git-mullet runs as root (one uid per running job)"},
+      {"sandbox.uid_count", Kind::integer, RepoRule::user_only, std::int64_t{1024}, between(1, 1LL << 20),
+       "how many host uids that range has: as many jobs may run at once as root"},
       {"network.setup", Kind::list, RepoRule::narrow_list, std::vector<std::string>{}, items(list_items, name_bytes),
        "host:port destinations the setup phase may reach"},
       {"network.worker", Kind::list, RepoRule::narrow_list, std::vector<std::string>{}, items(list_items, name_bytes),

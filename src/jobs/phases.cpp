@@ -117,7 +117,8 @@ PhaseSpec gate_phase(const config::Config& config, const config::Gate& gate) {
 }
 
 sandbox::Plan plan_for(const git::Repository& repo, const config::Config& config, const JobPaths& paths,
-                       const SandboxDirs& dirs, const PhaseSpec& phase, const std::string& proxy_socket) {
+                       const SandboxDirs& dirs, const PhaseSpec& phase, const std::string& proxy_socket,
+                       const std::optional<UidRange>& uids) {
   sandbox::PolicyInputs in;
   in.phase = phase.name;
   in.work_tree = dirs.work_tree;
@@ -142,15 +143,23 @@ sandbox::Plan plan_for(const git::Repository& repo, const config::Config& config
                config.integer("limits.processes"), config.integer("limits.disk_mb")};
   in.network = {phase.grants, proxy_socket};
   in.feeds_stdin = !phase.stdin_data.empty();
-  if (::geteuid() == 0) {
-    in.host_uid = static_cast<uid_t>(config.integer("sandbox.uid"));
-    in.host_gid = static_cast<gid_t>(config.integer("sandbox.uid"));
+  if (uids) {
+    in.host_uid = uids->first;
+    in.host_gid = static_cast<gid_t>(uids->first);
   }
-  return sandbox::build_plan(in);
+  sandbox::Plan plan = sandbox::build_plan(in);
+  if (uids) plan.host_uid_choices = uids->count;
+  return plan;
 }
 
-PhaseRunner::PhaseRunner(const git::Repository& repo, const config::Config& config, const JobPaths& paths, bool echo)
-    : m_repo(repo), m_config(config), m_paths(paths), m_echo(echo), m_log(paths.worker_log, worker_log_cap) {}
+PhaseRunner::PhaseRunner(const git::Repository& repo, const config::Config& config, const JobPaths& paths, bool echo,
+                         std::optional<uid_t> sandbox_uid)
+    : m_repo(repo),
+      m_config(config),
+      m_paths(paths),
+      m_echo(echo),
+      m_sandbox_uid(sandbox_uid),
+      m_log(paths.worker_log, worker_log_cap) {}
 
 std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& phase, const SandboxDirs& dirs) {
   std::unique_ptr<sandbox::EgressProxy> proxy;
@@ -163,7 +172,9 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
     proxy = std::make_unique<sandbox::EgressProxy>(phase.grants, socket);
     proxy->start();
   }
-  const sandbox::Plan plan = plan_for(m_repo, m_config, m_paths, dirs, phase, socket);
+  const std::optional<UidRange> uid =
+      m_sandbox_uid ? std::optional<UidRange>(UidRange{*m_sandbox_uid, 1}) : std::nullopt;
+  const sandbox::Plan plan = plan_for(m_repo, m_config, m_paths, dirs, phase, socket, uid);
   std::string output;
   sandbox::RunIo io;
   io.stdin_data = phase.stdin_data;
@@ -208,13 +219,22 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
     if (proxy) proxy->stop();
     if (!proxy_dir.empty()) util::remove_tree(proxy_dir);
   };
+  // The sandbox's processes died with it, so nothing adds a bit back. On the
+  // host, nosuid does not apply: a setuid copy of a shell would let any user
+  // who reaches the file become the sandbox's uid.
+  const auto strip = [&] {
+    util::strip_unsafe_modes(dirs.work_tree);
+    util::strip_unsafe_modes(dirs.home);
+  };
   sandbox::RunResult result;
   try {
     result = sandbox::run_sandboxed(plan, io);
   } catch (...) {
     cleanup();
+    strip();
     throw;
   }
+  strip();
   if (result.ended_by == "timeout" && phase.wall_is_job_limit) result.ended_by = "job_timeout";
   PhaseRecord record{phase.name,      plan.command,           result.status.code,
                      result.ended_by, result.duration_ms,     util::tail(output, phase_tail_bytes),

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "git/repository.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/record.hpp"
+#include "jobs/slots.hpp"
 #include "sandbox/plan.hpp"
 #include "sandbox/runner.hpp"
 #include "util/fd.hpp"
@@ -46,8 +48,11 @@ PhaseSpec setup_phase(const config::Config& config);
 PhaseSpec worker_phase(const config::Config& config, const JobPaths& paths, const executors::WorkerSpec& spec);
 PhaseSpec gate_phase(const config::Config& config, const config::Gate& gate);
 
+// `uids`: when git-mullet runs as root, the host uid the sandbox runs as
+// (count 1), or before the job starts the range it will get one from.
 sandbox::Plan plan_for(const git::Repository& repo, const config::Config& config, const JobPaths& paths,
-                       const SandboxDirs& dirs, const PhaseSpec& phase, const std::string& proxy_socket);
+                       const SandboxDirs& dirs, const PhaseSpec& phase, const std::string& proxy_socket,
+                       const std::optional<UidRange>& uids);
 
 // The caps on a job's log files. They equal what the record keeps of each
 // (run_job.cpp), so the record can carry the capped file whole; both count
@@ -80,10 +85,12 @@ class BoundedLog {
 };
 
 // Runs phases of one job: their output goes to the job's log (and our
-// stderr), each gets its own egress proxy when it has grants.
+// stderr), each gets its own egress proxy when it has grants. After each,
+// no setuid/setgid bit is left in the directories it could write.
 class PhaseRunner {
  public:
-  PhaseRunner(const git::Repository& repo, const config::Config& config, const JobPaths& paths, bool echo);
+  PhaseRunner(const git::Repository& repo, const config::Config& config, const JobPaths& paths, bool echo,
+              std::optional<uid_t> sandbox_uid);
 
   std::pair<sandbox::RunResult, PhaseRecord> run(const PhaseSpec& phase, const SandboxDirs& dirs);
 
@@ -92,6 +99,7 @@ class PhaseRunner {
   const config::Config& m_config;
   const JobPaths& m_paths;
   bool m_echo;
+  std::optional<uid_t> m_sandbox_uid;
   BoundedLog m_log;
 };
 

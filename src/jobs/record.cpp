@@ -409,6 +409,7 @@ nlohmann::json to_json(const JobRecord& record) {
       {"snapshot_warnings", warnings},
       {"runner",
        {{"pid", record.runner.pid}, {"start_ticks", record.runner.start_ticks}, {"boot_id", record.runner.boot_id}}},
+      {"sandbox_uid", record.sandbox_uid ? nlohmann::json(*record.sandbox_uid) : nlohmann::json()},
       {"report", report_json(record.report)},
       {"attempts", attempts_json(record.attempts)},
       {"run_flags", record.run_flags.is_object() ? record.run_flags : nlohmann::json::object()}};
@@ -484,6 +485,9 @@ JobRecord record_from_json(const nlohmann::json& json, const std::string& job) {
     record.runner.start_ticks =
         fields.integer<std::uint64_t>("start_ticks", 0, 0, std::numeric_limits<std::int64_t>::max());
     record.runner.boot_id = fields.line("boot_id", max_name_bytes);
+  }
+  if (in.find("sandbox_uid") != nullptr) {
+    record.sandbox_uid = in.integer<std::int64_t>("sandbox_uid", 0, 1, 4294967294LL);
   }
   if (const auto* report = in.find("report")) record.report = report_from_json(Reader(*report, "report", job));
   if (in.find("run_flags") != nullptr) record.run_flags = run_flags_from_json(in, job);

@@ -95,6 +95,9 @@ struct JobRecord {
   std::vector<PhaseRecord> phases;
   std::vector<std::string> snapshot_warnings;
   RunnerRecord runner;
+  // The host uid its sandboxes ran as (root only: one of [sandbox] uid's
+  // range, its own while it ran); unset when they ran as the invoking user.
+  std::optional<std::int64_t> sandbox_uid;
   WorkerReport report;  // the last attempt's
   std::vector<AttemptRecord> attempts;
   // What the command line added to the configuration, so `resume` runs the

@@ -100,7 +100,7 @@ nlohmann::json run_flags_json(const config::Config& config, const std::vector<co
 class JobRun {
  public:
   JobRun(const git::Repository& repo, const config::Config& config, JobStore& store, JobRecord& record,
-         const RunRequest& request, const executors::Executor& executor)
+         const RunRequest& request, const executors::Executor& executor, std::optional<uid_t> sandbox_uid)
       : m_repo(repo),
         m_config(config),
         m_store(store),
@@ -108,15 +108,16 @@ class JobRun {
         m_request(request),
         m_executor(executor),
         m_paths(job_paths(repo, record.id)),
+        m_sandbox_uid(sandbox_uid),
         m_started(util::monotonic_ms()) {}
 
   // Sets up the clone at `start` (the base, or the last snapshot when
   // resuming) and runs the job to its end state.
   void run(const git_oid& start, const std::string& first_prompt) {
-    util::make_dirs(m_paths.root, 0711);
+    make_private_job_dir("");
     if (!util::exists(m_paths.root + "/empty")) util::write_file(m_paths.root + "/empty", "", 0444);
     make_sandbox_clone(start, worker_dirs());
-    PhaseRunner phases(m_repo, m_config, m_paths, m_request.show_worker_output);
+    PhaseRunner phases(m_repo, m_config, m_paths, m_request.show_worker_output, m_sandbox_uid);
     m_phases = &phases;
 
     if (!m_config.string("run.setup").empty() && !run_setup()) return;
@@ -196,15 +197,24 @@ class JobRun {
     return false;
   }
 
+  // The job's directory (or one below it, like a gate's): 0700 and ours, so
+  // no other local user, nor a sandbox's uid on the host, reaches in.
+  void make_private_job_dir(const std::string& below) const {
+    const std::string common = util::real_path(m_repo.common_dir());
+    util::make_private_dirs(common, "mullet/jobs/" + m_record.id + (below.empty() ? "" : "/" + below));
+  }
+
   // A private clone of `commit` and a home, owned by the sandbox's uid when
   // we run as root.
   void make_sandbox_clone(const git_oid& commit, const SandboxDirs& dirs) const {
     git::create_private_clone(m_repo, commit, {dirs.git_dir, dirs.work_tree}, sandbox::inside::git_dir);
     util::make_dirs(dirs.home, 0700);
-    if (::geteuid() == 0) {
-      const auto uid = static_cast<uid_t>(m_config.integer("sandbox.uid"));
-      util::chown_tree(dirs.work_tree, uid, uid);
-      util::chown_tree(dirs.home, uid, uid);
+    // A home kept from an interrupted run (resume) may hold what its
+    // sandbox left there.
+    util::strip_unsafe_modes(dirs.home);
+    if (m_sandbox_uid) {
+      util::chown_tree(dirs.work_tree, *m_sandbox_uid, *m_sandbox_uid);
+      util::chown_tree(dirs.home, *m_sandbox_uid, *m_sandbox_uid);
       git::refresh_index_after_chown({dirs.git_dir, dirs.work_tree});
     }
   }
@@ -321,7 +331,7 @@ class JobRun {
     const std::string root = m_paths.root + "/gate";
     util::remove_tree(root);
     const SandboxDirs dirs{root + "/work", root + "/git", root + "/home"};
-    util::make_dirs(root, 0711);
+    make_private_job_dir("gate");
     make_sandbox_clone(commit, dirs);
     PhaseSpec phase = gate_phase(m_config, gate);
     clip_to_job(phase);
@@ -349,6 +359,7 @@ class JobRun {
   const RunRequest& m_request;
   const executors::Executor& m_executor;
   JobPaths m_paths;
+  std::optional<uid_t> m_sandbox_uid;
   std::int64_t m_started;
   PhaseRunner* m_phases = nullptr;
   std::vector<std::string> m_dependency_dirs;
@@ -370,8 +381,20 @@ RunOutcome run_and_record(const git::Repository& repo, const config::Config& con
         }
       });
   std::string hint;
-  JobRun job(repo, config, store, record, request, executor);
   try {
+    // As root, every job's sandboxes run as a uid of their own: no job's
+    // files are another's, and a uid's process limit is the job's.
+    ClaimedUid claimed;
+    std::optional<uid_t> sandbox_uid;
+    record.sandbox_uid.reset();
+    if (::geteuid() == 0) {
+      claimed = claim_sandbox_uid(sandbox_uid_range(config));
+      sandbox_uid = claimed.uid;
+      record.sandbox_uid = claimed.uid;
+      // On record while the job runs, not only once it ends.
+      store.update(record.id, [&](JobRecord& stored) { stored.sandbox_uid = record.sandbox_uid; });
+    }
+    JobRun job(repo, config, store, record, request, executor, sandbox_uid);
     job.run(start, prompt);
     hint = job.hint();
   } catch (const Error& error) {
@@ -459,18 +482,20 @@ std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::
   const JobPaths paths = job_paths(repo, job_id);
   const SandboxDirs dirs{paths.work_tree, paths.git_dir, paths.home};
   const std::string socket_placeholder = "/tmp/mullet-proxy-XXXXXX/proxy.sock";
+  const std::optional<UidRange> uids =
+      ::geteuid() == 0 ? std::optional<UidRange>(sandbox_uid_range(config)) : std::nullopt;
   std::vector<sandbox::Plan> plans;
   if (!config.string("run.setup").empty()) {
     const auto setup = setup_phase(config);
-    plans.push_back(plan_for(repo, config, paths, dirs, setup, setup.grants.empty() ? "" : socket_placeholder));
+    plans.push_back(plan_for(repo, config, paths, dirs, setup, setup.grants.empty() ? "" : socket_placeholder, uids));
   }
   const auto worker = worker_phase(config, paths, spec);
-  plans.push_back(plan_for(repo, config, paths, dirs, worker, worker.grants.empty() ? "" : socket_placeholder));
+  plans.push_back(plan_for(repo, config, paths, dirs, worker, worker.grants.empty() ? "" : socket_placeholder, uids));
   std::vector<config::Gate> gates = config.gates();
   gates.insert(gates.end(), extra_gates.begin(), extra_gates.end());
   const SandboxDirs gate_dirs{paths.root + "/gate/work", paths.root + "/gate/git", paths.root + "/gate/home"};
   for (const auto& gate : gates)
-    plans.push_back(plan_for(repo, config, paths, gate_dirs, gate_phase(config, gate), ""));
+    plans.push_back(plan_for(repo, config, paths, gate_dirs, gate_phase(config, gate), "", uids));
   return plans;
 }
 
@@ -479,8 +504,9 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
   const auto executor = executors::make_executor(config.string("run.executor"));
   const auto spec = executor->prepare({request.prompt, config, jobs_directory(repo)});
   sandbox::find_bwrap();
+  if (::geteuid() == 0) sandbox_uid_range(config);
   ::umask(022);
-  util::make_dirs(jobs_directory(repo), 0711);
+  util::make_private_dirs(util::real_path(repo.common_dir()), "mullet/jobs");
 
   JobStore store(repo);
   JobRecord record;
@@ -511,6 +537,7 @@ RunOutcome resume_job(const git::Repository& repo, const config::Config& config,
   const std::string prompt = found.record.prompt;
   const auto spec = executor->prepare({prompt, config, jobs_directory(repo)});
   sandbox::find_bwrap();
+  if (::geteuid() == 0) sandbox_uid_range(config);
   ::umask(022);
 
   // Claim the job: the compare-and-swap on its ref lets one resume win.

@@ -53,8 +53,9 @@ Check check_program(const std::string& name, const std::string& program, const s
   return check;
 }
 
-// Starts a throwaway sandbox the way jobs do (same namespaces, same uid).
-Check probe_sandbox() {
+// Starts a throwaway sandbox the way jobs do (same namespaces, a uid of
+// theirs).
+Check probe_sandbox(std::optional<uid_t> sandbox_uid) {
   Check check{"sandbox starts", false, true, {}, {}};
   std::string bwrap;
   try {
@@ -95,9 +96,9 @@ Check probe_sandbox() {
                   "--",
                   "/usr/bin/true"};
   options.env = {{"PATH", inside::path}};
-  if (::geteuid() == 0) {
-    options.uid = 65534;
-    options.gid = 65534;
+  if (sandbox_uid) {
+    options.uid = *sandbox_uid;
+    options.gid = static_cast<gid_t>(*sandbox_uid);
   }
   try {
     const auto run = util::run_capture(options, {}, {util::probe_deadline_seconds, true});
@@ -133,7 +134,7 @@ std::string limits_mechanism() {
          "and inactivity; cgroups are not used";
 }
 
-std::vector<Check> run_doctor_checks() {
+std::vector<Check> run_doctor_checks(std::optional<uid_t> sandbox_uid) {
   std::vector<Check> checks;
   utsname host{};
   ::uname(&host);
@@ -154,7 +155,7 @@ std::vector<Check> run_doctor_checks() {
                       "kernel.apparmor_restrict_unprivileged_userns = " + apparmor,
                       "give /usr/bin/bwrap an AppArmor profile with `userns,` (see the README)"});
   }
-  checks.push_back(probe_sandbox());
+  checks.push_back(probe_sandbox(sandbox_uid));
   const std::string tmpdir = std::string("/tmp/mullet-XXXX");
   const std::string socket_example = tmpdir + "/claude-65534/claude-http-0123456789abcdef.sock";
   checks.push_back({"TMPDIR length", socket_example.size() < 108, true,
@@ -162,10 +163,6 @@ std::vector<Check> run_doctor_checks() {
                         " bytes; a bridge socket path is " + std::to_string(socket_example.size()) + " of 107)",
                     ""});
   checks.push_back({"limits", true, true, limits_mechanism(), ""});
-  if (::geteuid() == 0) {
-    checks.push_back({"sandbox user", true, true,
-                      "git-mullet runs as root: sandboxes run as host uid 65534 (see [sandbox] uid)", ""});
-  }
   checks.push_back(check_program("git", "git", "apt-get install git", true));
   checks.push_back(
       check_program("socat (Claude Code's own sandbox needs it)", "socat", "apt-get install socat", false, "-V"));

@@ -1,6 +1,9 @@
 // `git mullet doctor`: every requirement of the walls, checked on this host.
 #pragma once
 
+#include <sys/types.h>
+
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,7 +19,9 @@ struct Check {
   std::string fix;       // what to do when it failed
 };
 
-std::vector<Check> run_doctor_checks();
+// `sandbox_uid`: the host uid the test sandbox runs as (as root: one of the
+// range jobs take their uids from).
+std::vector<Check> run_doctor_checks(std::optional<uid_t> sandbox_uid);
 nlohmann::json checks_to_json(const std::vector<Check>& checks);
 
 // Pure: a hint for what bubblewrap printed when it could not start.

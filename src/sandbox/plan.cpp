@@ -45,6 +45,7 @@ nlohmann::json to_json(const Plan& plan) {
         {"disk_mb", plan.limits.disk_mb}}},
   };
   json["host_uid"] = plan.host_uid ? nlohmann::json(*plan.host_uid) : nlohmann::json();
+  if (plan.host_uid && plan.host_uid_choices > 1) json["host_uid_choices"] = plan.host_uid_choices;
   return json;
 }
 
@@ -53,7 +54,13 @@ std::string describe(const Plan& plan) {
   out << "phase " << plan.phase << "\n";
   out << "  command:     " << util::shell_join(plan.command) << "\n";
   out << "  directory:   " << plan.cwd << "\n";
-  if (plan.host_uid) out << "  runs as:     host uid " << *plan.host_uid << " (git-mullet runs as root)\n";
+  if (plan.host_uid && plan.host_uid_choices > 1) {
+    out << "  runs as:     a host uid of its own, the first of " << *plan.host_uid << ".."
+        << static_cast<std::uint64_t>(*plan.host_uid) + plan.host_uid_choices - 1
+        << " no running job holds (git-mullet runs as root)\n";
+  } else if (plan.host_uid) {
+    out << "  runs as:     host uid " << *plan.host_uid << " (git-mullet runs as root)\n";
+  }
   out << "  network:     ";
   if (plan.network.grants.empty()) {
     out << "none (loopback only)\n";

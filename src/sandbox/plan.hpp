@@ -76,6 +76,9 @@ struct Plan {
   // so sandboxed code never holds root's file access.
   std::optional<uid_t> host_uid;
   std::optional<gid_t> host_gid;
+  // Before a job starts (run --dry-run) its uid is not chosen yet: it will be
+  // one of host_uid .. host_uid + host_uid_choices - 1 (and its gid the same).
+  std::uint32_t host_uid_choices = 1;
   // Directories the wall check must find empty.
   std::vector<std::string> must_be_empty;
   bool feeds_stdin = false;

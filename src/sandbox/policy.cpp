@@ -128,6 +128,14 @@ Plan build_plan(const PolicyInputs& in) {
   plan.env["USER"] = "mullet";
   plan.env["LOGNAME"] = "mullet";
   plan.env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = object_dirs;
+  if (in.host_uid) {
+    // The clone's git dir is root's, which shows inside as the overflow uid,
+    // not the sandbox's: git would call it dubious. Command-scope config is
+    // protected, so this is honoured (a repository's own config is not).
+    plan.env["GIT_CONFIG_COUNT"] = "1";
+    plan.env["GIT_CONFIG_KEY_0"] = "safe.directory";
+    plan.env["GIT_CONFIG_VALUE_0"] = "*";
+  }
   for (const auto& name : passthrough_env_names()) {
     if (const auto found = in.host_env.find(name); found != in.host_env.end()) plan.env[name] = found->second;
   }

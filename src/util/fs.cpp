@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <functional>
 #include <vector>
 
 #include "util/error.hpp"
@@ -186,25 +187,82 @@ void remove_children(int dir_fd, const std::string& shown_path) {
   }
 }
 
-void chown_children(int dir_fd, uid_t uid, gid_t gid) {
+// A directory opened for reading, opened up first (mode 0700) when its
+// owner made it unreadable; its mode comes back when this ends.
+struct OpenedDir {
+  UniqueFd fd;
+  UniqueFd path_only;  // set when the mode must come back
+  mode_t mode = 0;
+  OpenedDir() = default;
+  OpenedDir(OpenedDir&&) = default;
+  OpenedDir& operator=(OpenedDir&&) = default;
+  ~OpenedDir() {
+    if (path_only) ::chmod(("/proc/self/fd/" + std::to_string(path_only.get())).c_str(), mode);
+  }
+};
+
+OpenedDir open_walkable(int at_fd, const char* name) {
+  OpenedDir dir;
+  dir.fd.reset(::openat(at_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dir.fd || errno != EACCES) return dir;
+  // chmod through an O_PATH descriptor of this very directory: a name
+  // swapped for a symlink meanwhile is never followed.
+  UniqueFd path_only(::openat(at_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat info {};
+  if (!path_only || ::fstat(path_only.get(), &info) != 0) return dir;
+  if (::chmod(("/proc/self/fd/" + std::to_string(path_only.get())).c_str(), 0700) != 0) {
+    errno = EACCES;
+    return dir;
+  }
+  dir.mode = info.st_mode & 07777;
+  dir.path_only = std::move(path_only);
+  dir.fd.reset(::openat(at_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  return dir;
+}
+
+// Calls `visit` for every entry below `dir_fd` (never following a symlink),
+// parents before children. A directory the writer made unreadable is opened
+// up for the walk and gets its mode back afterwards.
+void walk_children(int dir_fd, const std::string& shown_path,
+                   const std::function<void(int, const std::string&, const struct stat&)>& visit) {
   const int listing_fd = ::dup(dir_fd);
   DIR* dir = listing_fd >= 0 ? ::fdopendir(listing_fd) : nullptr;
-  if (dir == nullptr) throw failure("cannot change owner: " + errno_text(errno));
-  std::vector<std::pair<std::string, bool>> entries;
+  if (dir == nullptr) {
+    if (listing_fd >= 0) ::close(listing_fd);
+    throw failure("cannot list " + shown_path + ": " + errno_text(errno));
+  }
+  std::vector<std::string> names;
   while (const dirent* entry = ::readdir(dir)) {
     const std::string name = entry->d_name;
-    if (name == "." || name == "..") continue;
-    entries.emplace_back(name, entry->d_type == DT_DIR);
+    if (name != "." && name != "..") names.push_back(name);
   }
   ::closedir(dir);
-  for (const auto& [name, is_dir] : entries) {
-    if (::fchownat(dir_fd, name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) != 0) {
-      throw failure("cannot change owner of " + name + ": " + errno_text(errno));
+  for (const auto& name : names) {
+    struct stat info {};
+    if (::fstatat(dir_fd, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) continue;
+      throw failure("cannot inspect " + shown_path + "/" + name + ": " + errno_text(errno));
     }
-    if (is_dir) {
-      UniqueFd child(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (child) chown_children(child.get(), uid, gid);
-    }
+    visit(dir_fd, name, info);
+    if (!S_ISDIR(info.st_mode)) continue;
+    OpenedDir child = open_walkable(dir_fd, name.c_str());
+    if (!child.fd) throw failure("cannot open " + shown_path + "/" + name + ": " + errno_text(errno));
+    walk_children(child.fd.get(), shown_path + "/" + name, visit);
+  }
+}
+
+// What nothing a sandbox wrote may keep once on the host.
+constexpr mode_t unsafe_bits = S_ISUID | S_ISGID | S_IWOTH;
+
+void strip_one(int dir_fd, const std::string& name, const struct stat& info, const std::string& shown_path) {
+  if ((!S_ISREG(info.st_mode) && !S_ISDIR(info.st_mode)) || (info.st_mode & unsafe_bits) == 0) return;
+  UniqueFd entry(::openat(dir_fd, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  struct stat again {};
+  if (!entry || ::fstat(entry.get(), &again) != 0 || (again.st_mode & S_IFMT) != (info.st_mode & S_IFMT)) {
+    throw failure("cannot clear the setuid/setgid bits of " + shown_path + "/" + name + ": " + errno_text(errno));
+  }
+  if (::chmod(("/proc/self/fd/" + std::to_string(entry.get())).c_str(), again.st_mode & 07777 & ~unsafe_bits) != 0) {
+    throw failure("cannot clear the setuid/setgid bits of " + shown_path + "/" + name + ": " + errno_text(errno));
   }
 }
 
@@ -268,7 +326,59 @@ void chown_tree(const std::string& path, uid_t uid, gid_t gid) {
   UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!dir) throw failure("cannot change owner of " + path + ": " + errno_text(errno));
   if (::fchown(dir.get(), uid, gid) != 0) throw failure("cannot change owner of " + path + ": " + errno_text(errno));
-  chown_children(dir.get(), uid, gid);
+  walk_children(dir.get(), path, [&](int dir_fd, const std::string& name, const struct stat&) {
+    if (::fchownat(dir_fd, name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) != 0 && errno != ENOENT) {
+      throw failure("cannot change owner of " + path + "/.../" + name + ": " + errno_text(errno));
+    }
+  });
+}
+
+void strip_unsafe_modes(const std::string& path) {
+  if (!exists(path)) return;
+  OpenedDir dir = open_walkable(AT_FDCWD, path.c_str());
+  if (!dir.fd) throw failure("cannot clear the setuid/setgid bits under " + path + ": " + errno_text(errno));
+  walk_children(dir.fd.get(), path, [&](int dir_fd, const std::string& name, const struct stat& entry) {
+    strip_one(dir_fd, name, entry, path);
+  });
+  if (dir.path_only) {
+    dir.mode &= ~unsafe_bits;  // restored so when `dir` closes
+    return;
+  }
+  struct stat info {};
+  if (::fstat(dir.fd.get(), &info) != 0 || ::fchmod(dir.fd.get(), info.st_mode & 07777 & ~unsafe_bits) != 0) {
+    throw failure("cannot clear the setuid/setgid bits of " + path + ": " + errno_text(errno));
+  }
+}
+
+void make_private_dirs(const std::string& base, const std::string& relative) {
+  UniqueFd current(::open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!current) throw failure("cannot open " + base + ": " + errno_text(errno));
+  std::string walked = base;
+  for (const auto& part : split(relative, '/')) {
+    if (part.empty() || part == ".") continue;
+    if (part == "..") throw failure("cannot create " + base + "/" + relative + ": it contains '..'");
+    walked += "/" + part;
+    if (::mkdirat(current.get(), part.c_str(), 0700) != 0 && errno != EEXIST) {
+      throw failure("cannot create directory " + walked + ": " + errno_text(errno));
+    }
+    UniqueFd next(::openat(current.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat info {};
+    if (!next || ::fstat(next.get(), &info) != 0) {
+      throw refused_error("cannot open " + walked + " as a directory: " + errno_text(errno),
+                          "it must be a directory (not a symlink) of the user running git-mullet; remove it");
+    }
+    if (info.st_uid != ::geteuid()) {
+      throw refused_error(walked + " belongs to uid " + std::to_string(info.st_uid) + ", not to uid " +
+                              std::to_string(::geteuid()) + " running git-mullet",
+                          "git-mullet keeps its scratch directories private to their owner; remove it or run "
+                          "git-mullet as its owner");
+    }
+    // Tightened when an older version left it open (0711, 0755).
+    if ((info.st_mode & 07777) != 0700 && ::fchmod(next.get(), 0700) != 0) {
+      throw failure("cannot make " + walked + " private: " + errno_text(errno));
+    }
+    current = std::move(next);
+  }
 }
 
 std::string real_path(const std::string& path) {

@@ -37,6 +37,15 @@ void make_dirs(const std::string& path, mode_t mode = 0755);
 void remove_tree(const std::string& path);
 // chown -R without following symlinks.
 void chown_tree(const std::string& path, uid_t uid, gid_t gid);
+// Clears the setuid and setgid bits and write permission for others on
+// `path` and everything below it, without following symlinks: what a
+// sandbox wrote must not become a way in for another local user. Copes
+// with directories the writer made unreadable (they keep their mode).
+void strip_unsafe_modes(const std::string& path);
+// mkdir -p of `relative` below the existing directory `base`, every new or
+// existing component a directory of ours with mode 0700 (a looser one is
+// tightened); a symlink or a directory of another owner refuses.
+void make_private_dirs(const std::string& base, const std::string& relative);
 std::string real_path(const std::string& path);
 bool exists(const std::string& path);
 bool is_directory(const std::string& path);

@@ -535,7 +535,11 @@ test_claude_codes_temp_dir_and_sockets_are_private_and_short() {
   local socket
   socket="$(json_get "$seen" '.parent[] | select(test("^claude-http-.*[.]sock$"))')"
   [ -n "$socket" ] || fail "no claude-http-*.sock in $parent: $seen"
-  if [ "$(id -u)" -eq 0 ]; then assert_eq "$uid" 65534 "the sandbox's uid"; else assert_eq "$uid" "$(id -u)" "the sandbox's uid"; fi
+  if [ "$(id -u)" -eq 0 ]; then
+    assert_eq "$uid" "$(json_field "$JOB_JSON" sandbox_uid)" "the sandbox's uid (as on record)"
+  else
+    assert_eq "$uid" "$(id -u)" "the sandbox's uid"
+  fi
   # Nothing of it is on the host: not the sandbox's TMPDIR, not a claude-*
   # entry of the sandbox's uid in /tmp or our TMPDIR.
   assert_absent "$parent"

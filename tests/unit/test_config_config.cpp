@@ -71,7 +71,8 @@ TEST_CASE("a new Config holds the built-in defaults") {
   CHECK(config.string("run.executor") == "claude");
   CHECK(config.string("run.command") == "");
   CHECK(config.list("sandbox.env").empty());
-  CHECK(config.integer("sandbox.uid") == 65534);
+  CHECK(config.integer("sandbox.uid") == 1879048192);
+  CHECK(config.integer("sandbox.uid_count") == 1024);
   CHECK(config.list("network.setup").empty());
   CHECK(config.list("network.worker").empty());
   CHECK(config.string("claude.binary") == "claude");
@@ -86,7 +87,7 @@ TEST_CASE("a new Config holds the built-in defaults") {
   CHECK(config.string("run.setup").empty());
   CHECK(config.list("run.dependency_dirs") ==
         std::vector<std::string>{"node_modules", "vendor", ".venv", "target", "build"});
-  CHECK(config.entries().size() == 23);
+  CHECK(config.entries().size() == 24);
   for (const auto& [key, entry] : config.entries()) {
     INFO(key);
     CHECK(entry.source == Source::built_in);
@@ -205,6 +206,7 @@ TEST_CASE("invalid values are problems naming the value") {
     expect_one_usage_problem("[limits]\ntimeout = -5\n", {"limits.timeout", "must be from 1 to 2592000"});
     expect_one_usage_problem("[limits]\nmemory_mb = 0\n", {"limits.memory_mb", "must be from 1 to 1048576"});
     expect_one_usage_problem("[sandbox]\nuid = 0\n", {"sandbox.uid", "must be from 1 to 4294967294"});
+    expect_one_usage_problem("[sandbox]\nuid_count = 0\n", {"sandbox.uid_count", "must be from 1 to 1048576"});
   }
   SUBCASE("unknown executor") {
     expect_one_usage_problem("[run]\nexecutor = \"docker\"\n", {"run.executor", "unknown executor 'docker'"});
@@ -556,10 +558,11 @@ struct IntegerRange {
 // Every integer key and its documented range (README, man page).
 const std::vector<IntegerRange>& integer_ranges() {
   static const std::vector<IntegerRange> ranges = {
-      {"sandbox.uid", 1, 4294967294},   {"run.attempts", 1, 100},           {"run.max_parallel", 0, 1024},
-      {"limits.timeout", 1, 2592000},   {"limits.job_timeout", 1, 2592000}, {"limits.gate_timeout", 1, 2592000},
-      {"limits.turns", 1, 1000000},     {"limits.inactivity", 1, 2592000},  {"limits.memory_mb", 1, 1048576},
-      {"limits.processes", 1, 1048576}, {"limits.disk_mb", 1, 1048576},     {"limits.file_mb", 1, 1048576},
+      {"sandbox.uid", 1, 4294967294},      {"sandbox.uid_count", 1, 1048576}, {"run.attempts", 1, 100},
+      {"run.max_parallel", 0, 1024},       {"limits.timeout", 1, 2592000},    {"limits.job_timeout", 1, 2592000},
+      {"limits.gate_timeout", 1, 2592000}, {"limits.turns", 1, 1000000},      {"limits.inactivity", 1, 2592000},
+      {"limits.memory_mb", 1, 1048576},    {"limits.processes", 1, 1048576},  {"limits.disk_mb", 1, 1048576},
+      {"limits.file_mb", 1, 1048576},
   };
   return ranges;
 }

@@ -408,3 +408,101 @@ TEST_CASE("read_file_tail reads only the end of a file, and marks the cut") {
   REQUIRE(::symlink(path.c_str(), link.c_str()) == 0);
   CHECK_THROWS_AS(mullet::util::read_file_tail(link, 8), Error);
 }
+
+static mode_t mode_of(const std::string& path) {
+  struct stat info {};
+  REQUIRE(::lstat(path.c_str(), &info) == 0);
+  return info.st_mode & 07777;
+}
+
+TEST_CASE("strip_unsafe_modes clears setuid, setgid and other-writable bits everywhere, following no symlink") {
+  TempDir outside;
+  make_file(outside / "target");
+  REQUIRE(::chmod((outside / "target").c_str(), 04755) == 0);
+
+  TempDir base;
+  const std::string tree = base / "tree";
+  fs::create_directories(tree + "/sub/locked/deeper");
+  fs::create_directories(tree + "/sgid-dir");
+  make_file(tree + "/suid");
+  make_file(tree + "/sgid");
+  make_file(tree + "/sub/both");
+  make_file(tree + "/sub/locked/deeper/suid");
+  make_file(tree + "/unreadable");
+  make_file(tree + "/plain");
+  fs::create_symlink(outside / "target", tree + "/link");
+  fs::create_directory_symlink(outside.path(), tree + "/sub/dir-link");
+  REQUIRE(::chmod((tree + "/suid").c_str(), 04755) == 0);
+  REQUIRE(::chmod((tree + "/sgid").c_str(), 02755) == 0);
+  REQUIRE(::chmod((tree + "/sub/both").c_str(), 06777) == 0);
+  REQUIRE(::chmod((tree + "/sub/locked/deeper/suid").c_str(), 04700) == 0);
+  REQUIRE(::chmod((tree + "/unreadable").c_str(), 04000) == 0);
+  REQUIRE(::chmod((tree + "/plain").c_str(), 0644) == 0);
+  REQUIRE(::chmod((tree + "/sgid-dir").c_str(), 02777) == 0);
+  REQUIRE(::chmod((tree + "/sub/locked").c_str(), 0) == 0);
+  REQUIRE(::chmod(tree.c_str(), 06777) == 0);
+  if (::geteuid() == 0) {
+    for (const auto& entry : fs::recursive_directory_iterator(tree)) {
+      REQUIRE(::lchown(entry.path().c_str(), nobody, nobody) == 0);
+    }
+    REQUIRE(::chown(tree.c_str(), nobody, nobody) == 0);
+    // chown cleared what it clears: set the bits again.
+    REQUIRE(::chmod((tree + "/suid").c_str(), 04755) == 0);
+    REQUIRE(::chmod((tree + "/sgid").c_str(), 02755) == 0);
+    REQUIRE(::chmod((tree + "/sub/both").c_str(), 06777) == 0);
+    REQUIRE(::chmod((tree + "/unreadable").c_str(), 04000) == 0);
+  }
+  // The deepest one is behind a directory mode 0 (chmod as root works through it).
+  REQUIRE(::chmod((tree + "/sub/locked").c_str(), 0700) == 0);
+  REQUIRE(::chmod((tree + "/sub/locked/deeper/suid").c_str(), 04700) == 0);
+  REQUIRE(::chmod((tree + "/sub/locked").c_str(), 0) == 0);
+
+  const int result = run_unprivileged(base.path(), [&]() {
+    mullet::util::strip_unsafe_modes(tree);
+    return 0;
+  });
+  CHECK(result == 0);
+  CHECK(mode_of(tree) == 0775);
+  CHECK(mode_of(tree + "/suid") == 0755);
+  CHECK(mode_of(tree + "/sgid") == 0755);
+  CHECK(mode_of(tree + "/sub/both") == 0775);
+  CHECK(mode_of(tree + "/unreadable") == 0);
+  CHECK(mode_of(tree + "/plain") == 0644);
+  CHECK(mode_of(tree + "/sgid-dir") == 0775);
+  // Opened for the walk, then given its mode back.
+  CHECK(mode_of(tree + "/sub/locked") == 0);
+  REQUIRE(::chmod((tree + "/sub/locked").c_str(), 0700) == 0);
+  CHECK(mode_of(tree + "/sub/locked/deeper/suid") == 0700);
+  // Not followed.
+  CHECK(mode_of(outside / "target") == 04755);
+  CHECK_NOTHROW(mullet::util::strip_unsafe_modes(base / "missing"));
+}
+
+TEST_CASE("make_private_dirs makes and tightens 0700 directories and refuses symlinks") {
+  TempDir base;
+  mullet::util::make_private_dirs(base.path(), "a/b/c");
+  CHECK(mode_of(base / "a") == 0700);
+  CHECK(mode_of(base / "a/b") == 0700);
+  CHECK(mode_of(base / "a/b/c") == 0700);
+  // An older version's 0711 and 0755 are tightened.
+  REQUIRE(::chmod((base / "a").c_str(), 0711) == 0);
+  REQUIRE(::chmod((base / "a/b").c_str(), 0755) == 0);
+  mullet::util::make_private_dirs(base.path(), "a/b");
+  CHECK(mode_of(base / "a") == 0700);
+  CHECK(mode_of(base / "a/b") == 0700);
+  // A symlink in the way is refused, its target untouched.
+  TempDir outside;
+  REQUIRE(::chmod(outside.path().c_str(), 0755) == 0);
+  fs::create_directory_symlink(outside.path(), base / "a/link");
+  CHECK_THROWS_AS(mullet::util::make_private_dirs(base.path(), "a/link/d"), Error);
+  CHECK(mode_of(outside.path()) == 0755);
+  CHECK_FALSE(exists_no_follow(outside / "d"));
+  if (::geteuid() == 0) {
+    // Another user's directory is not taken over.
+    fs::create_directories(base / "theirs");
+    REQUIRE(::chown((base / "theirs").c_str(), nobody, nobody) == 0);
+    REQUIRE(::chmod((base / "theirs").c_str(), 0755) == 0);
+    CHECK_THROWS_AS(mullet::util::make_private_dirs(base.path(), "theirs/x"), Error);
+    CHECK(mode_of(base / "theirs") == 0755);
+  }
+}

@@ -58,9 +58,11 @@ sec_config() {
   printf '%s\n' "$@" >"$XDG_CONFIG_HOME/git-mullet/config.toml"
 }
 
-# sec_sandbox_uid: the host uid sandboxed code runs as.
+# sec_sandbox_uid: the host uid sandboxed code runs as. As root, the first
+# of the default [sandbox] uid range: what a job gets while no other job
+# of this binary runs.
 sec_sandbox_uid() {
-  if [ "$(id -u)" -eq 0 ]; then echo 65534; else id -u; fi
+  if [ "$(id -u)" -eq 0 ]; then echo 1879048192; else id -u; fi
 }
 
 # sec_run SCRIPT [RUN ARGS...]: runs SCRIPT (after $SEC_PRELUDE) as the
@@ -235,7 +237,7 @@ sec_wait_for_file() {
   done
 }
 
-# sec_open_up PATH...: as root the sandbox runs as uid 65534, which the
+# sec_open_up PATH...: as root the sandbox runs as an unprivileged uid, which the
 # host's permissions alone would keep out of root's files. So that a test
 # proves the mount walls and not just those permissions, its targets are
 # opened to everyone (recursively) when the suite runs as root.
@@ -254,7 +256,7 @@ sec_open_up_dir() {
 # SECONDS, recording every connection and datagram it gets in LOG, and waits
 # until it is ready. SPEC is unix:PATH, abstract:NAME, tcp:PORTFILE or
 # udp:PORTFILE (the port it got is written to PORTFILE; it listens on
-# 127.0.0.1 only). Unix sockets are mode 0777 so that, as root, uid 65534
+# 127.0.0.1 only). Unix sockets are mode 0777 so that, as root, the sandbox's uid
 # would be allowed to connect were the socket visible. Sets LISTENER_PID.
 sec_listen() {
   local log="$1" seconds="$2"
