@@ -22,7 +22,7 @@ int resume(const ResumeOptions& options) {
   // what the job's own command line added (its command, setup, gates...).
   config::Config config = load_config(&repo, base);
   jobs::RunRequest request;
-  request.gates = jobs::restore_run_flags(job.record, config);
+  request.gates = jobs::restore_run_flags(job.record, config, jobs::local_run_flags(repo, job.record.id));
   request.show_worker_output = !options.quiet && !options.json;
   const auto outcome = jobs::resume_job(repo, config, job.record.id, request);
   print_run_outcome(outcome, options.json);

@@ -34,15 +34,15 @@ std::string output(const std::string& value) {
   return util::valid_utf8(value.size() > max_text_bytes ? util::tail(value, max_text_bytes - 64) : value);
 }
 
-// What the reader (record_from_json) accepts: free text keeps lines and tabs,
-// a line keeps no control character at all. Anything else becomes '?', so we
-// never write a record we would refuse to read.
+// What the reader (record_from_json) accepts: no NUL anywhere, and a line no
+// line break. Anything else becomes '?', so we never write a record we would
+// refuse to read. Other control characters are kept as they were (`--json`
+// gives the bytes as they are); everything printed for a person goes through
+// util::terminal_safe.
 std::string cleaned(const std::string& value, bool free_text) {
   std::string out = util::valid_utf8(value);
   for (char& c : out) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (free_text && (c == '\n' || c == '\t' || c == '\r')) continue;
-    if (byte < 0x20U || byte == 0x7fU) c = '?';
+    if (c == '\0' || (!free_text && (c == '\n' || c == '\r'))) c = '?';
   }
   return out;
 }
@@ -134,12 +134,13 @@ class Reader {
     return *value;
   }
 
-  // One line of printable text: no control characters at all.
+  // One line of text: no line break, no NUL. Other control characters are
+  // neutralised where a person sees them (util::terminal_safe), not here:
+  // `--json` gives the record as it is.
   std::string line(const std::string& key, std::size_t max_bytes) const {
     return checked_string(key, max_bytes, false);
   }
-  // Free text: lines and tabs, but no other control characters (a forged
-  // record must not drive the terminal `show` prints to).
+  // Free text: any text but NUL.
   std::string text(const std::string& key, std::size_t max_bytes) const { return checked_string(key, max_bytes, true); }
   std::string object_id(const std::string& key) const {
     const auto* value = find(key);
@@ -204,11 +205,8 @@ class Reader {
       throw DamagedRecord(m_job, name, "is longer than " + std::to_string(max_bytes) + " bytes");
     }
     for (const char c : content) {
-      const auto byte = static_cast<unsigned char>(c);
-      const bool allowed_control = free_text && (c == '\n' || c == '\t' || c == '\r');
-      if ((byte < 0x20U || byte == 0x7fU) && !allowed_control) {
-        throw DamagedRecord(m_job, name, "holds a control character");
-      }
+      if (c == '\0') throw DamagedRecord(m_job, name, "holds a NUL byte");
+      if (!free_text && (c == '\n' || c == '\r')) throw DamagedRecord(m_job, name, "holds a line break");
     }
     return content;
   }

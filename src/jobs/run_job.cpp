@@ -32,6 +32,8 @@ using executors::describe_stop;
 constexpr std::size_t log_kept_bytes = worker_log_cap + (1U << 20U);
 constexpr std::size_t events_kept_bytes = events_log_cap + (1U << 20U);
 constexpr std::size_t gate_feedback_bytes = 3000;
+constexpr const char* local_run_flags_file = "run-flags.json";
+constexpr std::size_t local_run_flags_max_bytes = 1U << 20U;
 
 void write_executor_files(const JobPaths& paths, const std::vector<executors::GeneratedFile>& files) {
   if (files.empty()) return;
@@ -430,7 +432,21 @@ RunOutcome run_and_record(const git::Repository& repo, const config::Config& con
 
 }  // namespace
 
-std::vector<config::Gate> restore_run_flags(const JobRecord& record, config::Config& config) {
+std::optional<nlohmann::json> local_run_flags(const git::Repository& repo, const std::string& id) {
+  try {
+    const auto text = util::read_regular_file_if_exists(job_paths(repo, id).root + "/" + local_run_flags_file,
+                                                        local_run_flags_max_bytes);
+    if (!text) return std::nullopt;
+    auto parsed = nlohmann::json::parse(*text, nullptr, false);
+    if (parsed.is_discarded() || !parsed.is_object()) return std::nullopt;
+    return parsed;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+std::vector<config::Gate> restore_run_flags(const JobRecord& record, config::Config& config,
+                                            const std::optional<nlohmann::json>& local_run_flags) {
   const auto& flags = record.run_flags;
   const std::string origin = "the command line of job " + record.id;
   if (const auto values = flags.find("config"); values != flags.end() && values->is_object()) {
@@ -438,7 +454,10 @@ std::vector<config::Gate> restore_run_flags(const JobRecord& record, config::Con
       if (config.entries().count(key) == 0) continue;
       // The record may come from a fetch: like a repository's .mullet.toml it
       // may not choose what only the user's own configuration chooses.
-      if ((key == "run.command" || key == "run.executor") && value.is_string() &&
+      const bool started_here_with_it = local_run_flags && local_run_flags->contains("config") &&
+                                        (*local_run_flags)["config"].is_object() &&
+                                        (*local_run_flags)["config"].value(key, nlohmann::json()) == value;
+      if ((key == "run.command" || key == "run.executor") && value.is_string() && !started_here_with_it &&
           value.get<std::string>() != config.string(key)) {
         throw usage_error(
             "job " + record.id + "'s record asks resume to set " + key + ", which only your own configuration may set",
@@ -519,6 +538,10 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
   record.runner = current_runner();
   record.run_flags = run_flags_json(config, request.gates);
   store.create(record);
+  // What this machine started the job with, where no fetch reaches: resume
+  // trusts the record's user-only flags only when they match this copy.
+  util::make_private_dirs(util::real_path(repo.common_dir()), "mullet/jobs/" + record.id);
+  util::write_file(job_paths(repo, record.id).root + "/" + local_run_flags_file, record.run_flags.dump(), 0600);
   if (request.on_created) request.on_created(record.id);
   return run_and_record(repo, config, store, record, request, *executor, request.base, request.prompt);
 }

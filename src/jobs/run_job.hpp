@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,9 +49,15 @@ RunOutcome resume_job(const git::Repository& repo, const config::Config& config,
 // What the job's own command line added to the configuration (its command,
 // setup, attempts...), applied again to `config`; returns its --gate gates.
 // The record may have been fetched: run.command and run.executor, which only
-// the user's configuration chooses, are refused (usage error) unless `config`
-// already has the same value; the record cannot hold other keys.
-std::vector<config::Gate> restore_run_flags(const JobRecord& record, config::Config& config);
+// the user's configuration chooses, are replayed only when this machine
+// started the job with them (`local_run_flags`, kept in the job's private
+// scratch directory, which no fetch brings) or `config` already has the same
+// value; otherwise a usage error. The record cannot hold other keys.
+std::vector<config::Gate> restore_run_flags(const JobRecord& record, config::Config& config,
+                                            const std::optional<nlohmann::json>& local_run_flags);
+// The flags this machine recorded when it started job `id`; nullopt when it
+// did not start it (a fetched record) or the file is unreadable.
+std::optional<nlohmann::json> local_run_flags(const git::Repository& repo, const std::string& id);
 
 int exit_code_for(JobState state);
 

@@ -117,9 +117,10 @@ test_planted_git_config_hooks_and_filters_never_run() {
   work="$(job_dir "$id")/work"
   result="$(json_field "$JOB_JSON" result)"
   # The attack was planted as described (the worker did run), and once the
-  # worker ended, git-mullet put back a .git file of its own.
+  # worker ended, git-mullet put back a .git file of its own, naming the git
+  # dir as the next attempt's sandbox sees it (no host path).
   assert_contains "$(cat "$work/hijack/.git/config")" fsmonitor
-  assert_eq "$(head -n 1 "$work/.git")" "gitdir: $(cd "$(job_dir "$id")" && pwd -P)/git" "the .git file after the job"
+  assert_eq "$(head -n 1 "$work/.git")" "gitdir: /mullet/git" "the .git file after the job"
   # The snapshot: no .git, no nested git dir; the rest is there.
   assert_eq "$(git ls-tree -r --name-only "$result" | grep -E '(^|/)\.git(/|$)' || true)" "" ".git paths in the result"
   assert_eq "$(git cat-file blob "$result:changed.txt")" content

@@ -163,16 +163,33 @@ test_ids_with_slashes_or_dots_are_refused() {
   every_reader_refuses "$JOB" id
 }
 
-test_huge_title_and_control_bytes_are_refused() {
+test_huge_title_nul_and_line_breaks_are_refused() {
   real_job
   forge "$JOB" "r['title'] = 'x' * (2 << 20)"
   every_reader_refuses "$JOB" title
-  forge "$JOB" "r['title'] = 'fine \x1b]0;owned\x07 \x1b[2J'"
+  forge "$JOB" "r['title'] = 'two\\nlines'"
   every_reader_refuses "$JOB" title
-  forge "$JOB" "r['prompt'] = 'clear \x1b[2J the screen'"
+  forge "$JOB" "r['prompt'] = 'nul \\u0000 inside'"
   every_reader_refuses "$JOB" prompt
-  forge "$JOB" "r['error'] = 'ring \x07'"
+  forge "$JOB" "r['error'] = 'nul \\u0000'"
   every_reader_refuses "$JOB" error
+}
+
+# Escape sequences are text a record may hold: --json gives them as they are,
+# and every command that prints for a person neutralises them.
+test_escapes_in_a_record_never_reach_the_terminal() {
+  real_job
+  forge "$JOB" "r['title'] = 'fine \\u001b]0;owned\\u0007 \\u001b[2J'; r['error'] = 'ring \\u0007'"
+  local command
+  for command in "show $JOB" "list" "log $JOB"; do
+    # shellcheck disable=SC2086
+    expect_exit 0 git mullet $command
+    case "$OUT$ERR" in *$'\x1b'* | *$'\a'*) fail "git mullet $command printed a control character" ;; esac
+  done
+  expect_exit 0 git mullet show "$JOB"
+  assert_contains "$OUT" 'fine \x1b]0;owned' "show's neutralised title"
+  expect_exit 0 git mullet show --json "$JOB"
+  [ "$(json_get "$OUT" .title)" = "$(printf 'fine \033]0;owned\007 \033[2J')" ] || fail "show --json changed the title"
 }
 
 test_numbers_that_are_not_finite_or_out_of_range_are_refused() {

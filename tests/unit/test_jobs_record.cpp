@@ -275,11 +275,15 @@ TEST_CASE("record_from_json refuses every field of the wrong type, size or conte
   CHECK(damaged_field([](json& r) {
           r["attempts"] = json::array({{{"number", 1}, {"gates", json::array({{{"commit", "--all"}}})}}});
         }) == "attempts[0].gates[0].commit");
-  // Strings: size and control characters.
+  // Strings: size, NUL, and line breaks in a line. Other control characters
+  // are kept (and neutralised where printed for a person).
   CHECK(damaged_field([&](json& r) { r["title"] = huge; }) == "title");
-  CHECK(damaged_field([](json& r) { r["title"] = "a\x1b]0;pwned\x07"; }) == "title");
+  CHECK(damaged_field([](json& r) { r["title"] = std::string("a\0b", 3); }) == "title");
   CHECK(damaged_field([](json& r) { r["title"] = "two\nlines"; }) == "title");
-  CHECK(damaged_field([](json& r) { r["prompt"] = "clear \x1b[2J"; }) == "prompt");
+  CHECK(damaged_field([](json& r) { r["title"] = "two\rlines"; }) == "title");
+  CHECK(damaged_field([](json& r) { r["prompt"] = std::string("nul \0 inside", 12); }) == "prompt");
+  CHECK(damaged_field([](json& r) { r["title"] = "a\x1b]0;kept\x07"; }) == "(accepted)");
+  CHECK(damaged_field([](json& r) { r["prompt"] = "clear \x1b[2J"; }) == "(accepted)");
   CHECK(damaged_field([](json& r) { r["error"] = std::string(100000, 'e'); }) == "error");
   CHECK(damaged_field([](json& r) { r["title"] = json::array({"x"}); }) == "title");
   CHECK(damaged_field([](json& r) { r["snapshot_warnings"] = json::array({"ok", 7}); }) == "snapshot_warnings[1]");
@@ -299,7 +303,7 @@ TEST_CASE("record_from_json refuses every field of the wrong type, size or conte
   CHECK(damaged_field([](json& r) { r["report"] = {{"cost_usd", -1}}; }) == "report.cost_usd");
   CHECK(damaged_field([](json& r) { r["report"] = {{"turns", "7"}}; }) == "report.turns");
   CHECK(damaged_field([](json& r) { r["report"] = "done"; }) == "report");
-  CHECK(damaged_field([](json& r) { r["report"] = {{"status", "do\x1bne"}}; }) == "report.status");
+  CHECK(damaged_field([](json& r) { r["report"] = {{"status", "do\nne"}}; }) == "report.status");
   // Shapes.
   CHECK(damaged_field([](json& r) {
           json deep = json::array();
@@ -342,7 +346,7 @@ TEST_CASE("to_json writes only what record_from_json accepts") {
       {"t\x1b", std::string(70000, 'g'), std::string(40, 'b'), false, 1, "exit", 5, "x"});
   JobRecord back;
   REQUIRE_NOTHROW(back = record_from_json(json::parse(to_json(record).dump()), "0123abcdef"));
-  CHECK(back.title.rfind("tab?here and ?[31mred", 0) == 0);
+  CHECK(back.title.rfind("tab\there and \x1b[31mred", 0) == 0);
   CHECK(back.snapshot_warnings.size() == 10000);
   CHECK(back.report.permission_denials.size() == 10000);
   CHECK(back.phases[0].output_tail.find("\x1b[2J") == std::string::npos);  // its end is kept
