@@ -1,5 +1,7 @@
 #include <unistd.h>
 
+#include <cerrno>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -34,16 +36,35 @@ struct RunOptions {
   int report_id_fd = -1;  // set in the detached child (see cli/detach.hpp)
 };
 
+// The largest task a job record holds (jobs/record.cpp).
+constexpr std::size_t max_task_bytes = 8U << 20U;
+
+// At most max_task_bytes of a stream: a task file may be a pipe (`-F <(...)`),
+// so it is not required to be a regular file, but /dev/zero must not fill
+// our memory.
+std::string read_task(std::istream& in, const std::string& name) {
+  std::string task(max_task_bytes + 1, '\0');
+  in.read(task.data(), static_cast<std::streamsize>(task.size()));
+  if (in.bad()) throw usage_error("cannot read the task file " + name);
+  task.resize(static_cast<std::size_t>(in.gcount()));
+  if (task.size() > max_task_bytes) {
+    throw usage_error("the task file " + name + " is longer than " + std::to_string(max_task_bytes >> 20U) + " MiB");
+  }
+  return task;
+}
+
 std::string read_prompt(const RunOptions& options) {
   if (!options.message.empty() && !options.message_file.empty()) throw usage_error("give either -m or -F, not both");
   std::string prompt = options.message;
-  if (!options.message_file.empty()) {
-    try {
-      prompt = options.message_file == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {})
-                                           : util::read_file(options.message_file);
-    } catch (const Error& error) {
-      throw usage_error(std::string("cannot read the task file: ") + error.what());
+  if (options.message_file == "-") {
+    prompt = read_task(std::cin, "(stdin)");
+  } else if (!options.message_file.empty()) {
+    if (util::is_directory(options.message_file)) {
+      throw usage_error("cannot read the task file " + options.message_file + ": it is a directory");
     }
+    std::ifstream file(options.message_file, std::ios::binary);
+    if (!file) throw usage_error("cannot read the task file " + options.message_file + ": " + util::errno_text(errno));
+    prompt = read_task(file, options.message_file);
   }
   if (util::trim(prompt).empty()) throw usage_error("no task given", "say what to do with -m TEXT or -F FILE");
   return prompt;

@@ -123,6 +123,16 @@ test_unreadable_task_file() {
   mkdir ../a-directory
   refused_cleanly 2 git mullet run -F ../a-directory --command 'touch ran'
   assert_clear_error
+  # A task file is read only up to what a record holds (8 MiB): an endless
+  # one (/dev/zero) or a larger one is refused, not read into memory.
+  refused_cleanly 2 timeout 20 git mullet run -F /dev/zero --command 'touch ran'
+  assert_contains "$ERR" "longer than 8 MiB"
+  assert_clear_error
+  head -c $((8 * 1024 * 1024 + 1)) /dev/zero | tr '\0' x >../big-task
+  refused_cleanly 2 git mullet run -F ../big-task --command 'touch ran'
+  assert_contains "$ERR" "longer than 8 MiB"
+  refused_cleanly 2 sh -c 'git mullet run -F - --command "touch ran" <../big-task'
+  assert_contains "$ERR" "longer than 8 MiB"
   if [ "$(id -u)" -ne 0 ]; then
     printf 'secret task\n' >../locked
     chmod 000 ../locked
