@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "jobs/record.hpp"
+#include "executors/report.hpp"
 #include "sandbox/plan.hpp"
 #include "sandbox/runner.hpp"
 
@@ -42,7 +42,7 @@ struct WorkerSpec {
   // Its stdout is a machine-readable stream, kept apart from stderr (and
   // stored as the job's events.jsonl).
   bool structured_stdout = false;
-  jobs::ExecutorRecord record;
+  ExecutorRecord record;
 };
 
 struct WorkerOutcome {
@@ -50,7 +50,7 @@ struct WorkerOutcome {
   Kind kind = Kind::failed;
   std::string error;  // why not, when not
   std::string hint;   // what the user can do about it
-  jobs::WorkerReport report;
+  WorkerReport report;
 };
 
 // Limits only the worker's own output shows (0: none).

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "executors/report.hpp"
+
 #include "util/error.hpp"
 
 namespace mullet::jobs {
@@ -49,28 +51,9 @@ struct AttemptRecord {
   std::vector<GateRecord> gates;
 };
 
-struct ExecutorRecord {
-  std::string name;     // command, claude
-  std::string command;  // what ran, for the command executor
-  std::string version;  // the worker binary's version, when it has one
-};
-
-// What the worker itself said about its run, when its executor can tell
-// (Claude Code's result event).
-struct WorkerReport {
-  std::string status;  // done, blocked; empty when the worker returned none
-  std::string summary;
-  std::int64_t turns = 0;
-  double cost_usd = 0;
-  std::string model;
-  std::string session_id;
-  // Tool uses the worker's own permission rules refused: [{tool, input}].
-  nlohmann::json permission_denials = nlohmann::json::array();
-  bool empty() const {
-    return status.empty() && summary.empty() && turns == 0 && cost_usd == 0 && model.empty() && session_id.empty() &&
-           permission_denials.empty();
-  }
-};
+// What an executor produces (executors/report.hpp), as the record keeps it.
+using ExecutorRecord = executors::ExecutorRecord;
+using WorkerReport = executors::WorkerReport;
 
 // Who is running the job, so a later reader can tell a live job from one whose
 // runner died (pid reuse is ruled out by the process start time).
