@@ -96,38 +96,52 @@ std::string errno_text(int error_number) {
   return std::strerror(error_number);
 }
 
+namespace {
+
+enum class Utf8 { complete, incomplete, invalid };
+
+// The UTF-8 sequence at text[i] (lead byte >= 0x80): its length and code
+// point when complete and valid.
+Utf8 utf8_at(std::string_view text, std::size_t i, std::size_t& length, std::uint32_t& code) {
+  const auto lead = static_cast<unsigned char>(text[i]);
+  std::uint32_t minimum = 0;
+  if ((lead & 0xE0U) == 0xC0U) {
+    length = 2;
+    minimum = 0x80;
+  } else if ((lead & 0xF0U) == 0xE0U) {
+    length = 3;
+    minimum = 0x800;
+  } else if ((lead & 0xF8U) == 0xF0U) {
+    length = 4;
+    minimum = 0x10000;
+  } else {
+    return Utf8::invalid;
+  }
+  code = lead & (0x7FU >> length);
+  for (std::size_t k = 1; k < length; ++k) {
+    if (i + k >= text.size()) return Utf8::incomplete;
+    const auto next = static_cast<unsigned char>(text[i + k]);
+    if ((next & 0xC0U) != 0x80U) return Utf8::invalid;
+    code = (code << 6U) | (next & 0x3FU);
+  }
+  if (code < minimum || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return Utf8::invalid;
+  return Utf8::complete;
+}
+
+}  // namespace
+
 std::string valid_utf8(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   std::size_t i = 0;
   while (i < text.size()) {
-    const auto lead = static_cast<unsigned char>(text[i]);
-    std::size_t length = 0;
-    std::uint32_t minimum = 0;
-    if (lead < 0x80U) {
-      out += static_cast<char>(lead);
-      ++i;
+    if (static_cast<unsigned char>(text[i]) < 0x80U) {
+      out += text[i++];
       continue;
     }
-    if ((lead & 0xE0U) == 0xC0U) {
-      length = 2;
-      minimum = 0x80;
-    } else if ((lead & 0xF0U) == 0xE0U) {
-      length = 3;
-      minimum = 0x800;
-    } else if ((lead & 0xF8U) == 0xF0U) {
-      length = 4;
-      minimum = 0x10000;
-    }
-    bool valid = length > 0 && i + length <= text.size();
-    std::uint32_t code = valid ? (lead & (0x7FU >> length)) : 0;
-    for (std::size_t k = 1; valid && k < length; ++k) {
-      const auto next = static_cast<unsigned char>(text[i + k]);
-      valid = (next & 0xC0U) == 0x80U;
-      code = (code << 6U) | (next & 0x3FU);
-    }
-    valid = valid && code >= minimum && code <= 0x10FFFF && (code < 0xD800 || code > 0xDFFF);
-    if (valid) {
+    std::size_t length = 0;
+    std::uint32_t code = 0;
+    if (utf8_at(text, i, length, code) == Utf8::complete) {
       out.append(text.substr(i, length));
       i += length;
     } else {
@@ -184,36 +198,6 @@ void escape_code_point(std::string& out, std::uint32_t code) {
 
 bool is_bidi_control(std::uint32_t code) {
   return (code >= 0x202A && code <= 0x202E) || (code >= 0x2066 && code <= 0x2069);
-}
-
-enum class Sequence { complete, incomplete, invalid };
-
-// The UTF-8 sequence at text[i] (lead byte >= 0x80): its length and code
-// point when complete and valid.
-Sequence utf8_at(std::string_view text, std::size_t i, std::size_t& length, std::uint32_t& code) {
-  const auto lead = static_cast<unsigned char>(text[i]);
-  std::uint32_t minimum = 0;
-  if ((lead & 0xE0U) == 0xC0U) {
-    length = 2;
-    minimum = 0x80;
-  } else if ((lead & 0xF0U) == 0xE0U) {
-    length = 3;
-    minimum = 0x800;
-  } else if ((lead & 0xF8U) == 0xF0U) {
-    length = 4;
-    minimum = 0x10000;
-  } else {
-    return Sequence::invalid;
-  }
-  code = lead & (0x7FU >> length);
-  for (std::size_t k = 1; k < length; ++k) {
-    if (i + k >= text.size()) return Sequence::incomplete;
-    const auto next = static_cast<unsigned char>(text[i + k]);
-    if ((next & 0xC0U) != 0x80U) return Sequence::invalid;
-    code = (code << 6U) | (next & 0x3FU);
-  }
-  if (code < minimum || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return Sequence::invalid;
-  return Sequence::complete;
 }
 
 // Length of the SGR sequence at text[i] (an ESC), 0 when it is none;
@@ -289,9 +273,9 @@ std::size_t make_terminal_safe(std::string_view text, bool final, bool keep_colo
     }
     std::size_t length = 0;
     std::uint32_t code = 0;
-    const Sequence found = utf8_at(text, i, length, code);
-    if (found == Sequence::incomplete && !final) return text.size() - i;
-    if (found != Sequence::complete) {
+    const Utf8 found = utf8_at(text, i, length, code);
+    if (found == Utf8::incomplete && !final) return text.size() - i;
+    if (found != Utf8::complete) {
       escape_byte(out, byte);
       ++i;
     } else if (code <= 0x9F || is_bidi_control(code)) {
