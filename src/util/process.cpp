@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 
 #include "util/clock.hpp"
@@ -319,6 +320,11 @@ CapturedRun run_capture(SpawnOptions options, const std::string& input, const Ca
   run.status = wait_for(pid);
   if (!stopped.empty()) throw failure(options.argv[0] + " " + stopped);
   return run;
+}
+
+std::string host_path() {
+  const char* path = std::getenv("PATH");
+  return path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
 }
 
 std::string find_in_path(const std::string& program, const std::string& path_value) {

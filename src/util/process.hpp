@@ -88,5 +88,9 @@ void force_fd_walk_for_tests(bool on);
 
 // The directories in PATH searched for `program`; empty when not found.
 std::string find_in_path(const std::string& program, const std::string& path_value);
+// Our PATH, where every program we start on the host is looked up (bwrap,
+// git, the worker CLIs): $PATH, or "/usr/local/bin:/usr/bin:/bin" when it is
+// unset.
+std::string host_path();
 
 }  // namespace mullet::util
