@@ -294,6 +294,10 @@ void skip_string(std::string_view text, std::size_t& at, std::size_t& line) {
       if (at < text.size() && text[at] == '\n') ++line;
     } else if (multiline ? text.substr(at, 3) == triple : c == quote) {
       at += multiline ? 3 : 1;
+      // One or two quotes just inside the closing delimiter belong to the
+      // string (five quotes end one with two): left over, they would open a
+      // string that hides the rest of the line from the count.
+      for (int extra = 0; multiline && extra < 2 && at < text.size() && text[at] == quote; ++extra) ++at;
       return;
     }
     ++at;

@@ -817,6 +817,18 @@ TEST_CASE("nesting is capped before toml++ parses") {
       CHECK(contains(problems[0].message, "nested more than 16 levels deep"));
     }
   }
+  // A multi-line string may end with one or two quotes inside its closing
+  // delimiter; they do not open a string that hides the rest of the line.
+  for (const std::string closed : {R"("""a"""")", R"("""a""""")", "'''a''''", "'''a'''''"}) {
+    for (const std::size_t depth : {std::size_t{17}, std::size_t{100000}}) {
+      Config config;
+      const std::string text = "x = [" + closed + ", {" + repeat("a.", depth) + "a = 1}]\n";
+      const auto problems = merge_user(config, text);
+      INFO(closed << " depth " << depth << ": " << messages(problems));
+      REQUIRE(problems.size() == 1);
+      CHECK(contains(problems[0].message, "nested more than 16 levels deep"));
+    }
+  }
   // The line where it happens, after a valid start.
   expect_one_usage_problem("[limits]\ntimeout = 5\n\n" + nested("dotted key", 17), {"user.toml:4:", "nested"});
   // Brackets, braces and dots in strings and comments are not nesting, nor is width.
@@ -827,7 +839,8 @@ TEST_CASE("nesting is capped before toml++ parses") {
         "# " + repeat("[a.", 100) + "\n[run]\nsetup = \"x\"\n",
         "[run]\ndependency_dirs = [" + repeat("\"a.b\", ", 200) + "\"c\"]\n",
         "[\"" + repeat("a.", 100) + "\"]\nx = 1\n", "\"" + repeat("a.", 100) + "\" = 1\n",
-        "x = [" + repeat("[1, [2]], ", 1000) + "3]\n", "x = {" + repeat("a.b = 1, ", 1) + "c = {d = [1, {e = 2}]}}\n",
+        "x = [" + repeat("[1, [2]], ", 1000) + "3]\n", std::string("[run]\nsetup = \"\"\"a\"\"\"\"\"\n"),
+        std::string("[run]\nsetup = '''a'''''\n"), "x = {" + repeat("a.b = 1, ", 1) + "c = {d = [1, {e = 2}]}}\n",
         repeat("[[gate]]\ncommand = \"a.b.c\"\ntimeout = 5\n", 200)}) {
     Config config;
     const auto problems = merge_user(config, text);
