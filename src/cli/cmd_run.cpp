@@ -111,8 +111,10 @@ int run(const RunOptions& options) {
       for (const auto& plan : plans) phases.push_back(sandbox::to_json(plan));
       std::cout << nlohmann::json{{"base", git::oid_to_string(base)}, {"phases", phases}}.dump(2) << "\n";
     } else {
-      std::cout << "base " << git::oid_to_string(base) << "\n";
-      for (const auto& plan : plans) std::cout << sandbox::describe(plan);
+      // The setup and gate commands may come from the repository's config.
+      std::string text = "base " + git::oid_to_string(base) + "\n";
+      for (const auto& plan : plans) text += sandbox::describe(plan);
+      std::cout << util::terminal_safe(text);
     }
     return 0;
   }

@@ -129,4 +129,33 @@ $WORKER")" || fail "run --detach failed: $JOB"
   assert_none_unsafe
 }
 
+# A repository's .mullet.toml is as untrusted as the worker (a worker's
+# commit can carry one): its setup and gate commands reach run --dry-run and
+# config, and a malformed value reaches the error message.
+test_repository_config_cannot_drive_the_terminal() {
+  new_repo repo
+  cd repo
+  sec_config '[limits]' 'timeout = 60'
+  cat >.mullet.toml <<'EOF'
+[run]
+setup = "echo setup \u001b]0;SETUP-TITLE\u0007 \u001b[2J"
+[[gate]]
+command = "echo gate \u001b]52;c;Z2F0ZQ==\u0007"
+EOF
+  git add .mullet.toml
+  git commit -qm "repository config with escapes"
+  on_pty dry-run 0 git mullet run --dry-run -m task --command true
+  assert_terminal_safe dry-run plain 'SETUP-TITLE' 'phase setup'
+  on_pty config 0 git mullet config
+  assert_terminal_safe config plain 'SETUP-TITLE' 'gate \u001B'
+  cat >.mullet.toml <<'EOF'
+[network]
+worker = ["\u001b]0;GRANT-TITLE\u0007.example:443"]
+EOF
+  git commit -qam "repository config with a malformed grant"
+  on_pty bad-grant 2 git mullet run -m task --command true
+  assert_terminal_safe bad-grant plain 'GRANT-TITLE'
+  assert_none_unsafe
+}
+
 run_tests
