@@ -120,8 +120,19 @@ std::vector<nlohmann::json> EventSplitter::finish() {
 
 void EventSplitter::take_line(std::string_view line, std::vector<nlohmann::json>& events) {
   if (util::trim(line).empty()) return;
-  auto event = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (event.is_object() && event.contains("type")) {
+  // nlohmann parses and frees without recursion, but copying a value
+  // recurses once per level: a line 8 million arrays deep would overflow the
+  // stack where a field is copied. Deeper values are left out as they are
+  // parsed, and the line is not an event.
+  constexpr int max_depth = 64;
+  bool too_deep = false;
+  // `depth` counts the values around this one: the event itself is at 0.
+  const auto bound_depth = [&too_deep](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth >= max_depth) too_deep = true;
+    return !too_deep;
+  };
+  auto event = nlohmann::json::parse(line, bound_depth, /*allow_exceptions=*/false);
+  if (!too_deep && event.is_object() && event.contains("type")) {
     events.push_back(std::move(event));
   } else {
     ++m_bad_lines;

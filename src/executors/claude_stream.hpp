@@ -16,7 +16,8 @@
 namespace mullet::executors::claude {
 
 // Splits output into lines and parses each as one JSON object. A line that is
-// not one (garbage, or cut short when the worker died) is counted, not fatal.
+// not one (garbage, cut short when the worker died, or nested more than 64
+// levels deep) is counted, not fatal.
 class EventSplitter {
  public:
   std::vector<nlohmann::json> feed(std::string_view chunk);

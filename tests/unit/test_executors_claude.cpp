@@ -1543,3 +1543,39 @@ TEST_CASE("progress_text shows elapsed time, turn, tool and cost") {
   CHECK(text(361, 5, "", 0.004, false) == "[0s] turn 5 · $0.004");
   CHECK(text(1000, 1, "", 0.123456, false) == "[1s] turn 1 · $0.1235");
 }
+
+TEST_CASE("EventSplitter refuses an event nested deeper than 64 levels, so no field copy can recurse") {
+  // Regression: a worker that writes to Claude Code's stdout (or a forged
+  // events.jsonl) chose a line of 16 MiB; nlohmann parses and frees it
+  // without recursion, but copying a value (structured_output,
+  // permission_denials, a denial's tool_input) recurses once per level and
+  // overflowed the stack: git-mullet died with SIGSEGV mid-run or in `log`.
+  const auto nested = [](std::size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+  for (const std::size_t depth : {std::size_t{64}, std::size_t{4'000'000}}) {
+    const std::string deep = nested(depth);
+    const Strings lines = {
+        R"({"type":"result","subtype":"success","structured_output":)" + deep + "}",
+        R"({"type":"result","subtype":"success","permission_denials":)" + deep + "}",
+        R"({"type":"result","subtype":"success","permission_denials":[{"tool_name":"Bash","tool_input":{"command":)" +
+            deep + "}}]}",
+        R"({"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash","input":{"command":)" + deep +
+            "}}]}}",
+    };
+    for (const auto& line : lines) {
+      INFO("depth " << depth << ": " << line.substr(0, 120));
+      claude::EventSplitter splitter;
+      auto events = splitter.feed(line + "\n");
+      CHECK(splitter.bad_lines() == 1);
+      REQUIRE(events.empty());
+    }
+  }
+  // 64 levels in all is an event.
+  claude::EventSplitter splitter;
+  const auto events =
+      splitter.feed(R"({"type":"result","subtype":"success","structured_output":)" + nested(63) + "}\n");
+  REQUIRE(events.size() == 1);
+  claude::StreamState state;
+  state.apply(events[0]);
+  CHECK(state.result.has_value());
+  CHECK_NOTHROW(claude::render_event(events[0]));
+}
