@@ -27,21 +27,21 @@
 
 #include <asio.hpp>
 
-#include "sandbox/bridge.hpp"
-#include "sandbox/proxy.hpp"
+#include "net/bridge.hpp"
+#include "net/egress_proxy.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
 using mullet::UniqueFd;
-using mullet::sandbox::Bridge;
-using mullet::sandbox::BridgeOptions;
-using mullet::sandbox::EgressProxy;
-using mullet::sandbox::grant_allows;
-using mullet::sandbox::grant_names_address;
-using mullet::sandbox::parse_request_head;
-using mullet::sandbox::ProxyDecision;
-using mullet::sandbox::ProxyOptions;
-using mullet::sandbox::run_bridge;
+using mullet::net::Bridge;
+using mullet::net::BridgeOptions;
+using mullet::net::EgressProxy;
+using mullet::net::grant_allows;
+using mullet::net::grant_names_address;
+using mullet::net::parse_request_head;
+using mullet::net::ProxyDecision;
+using mullet::net::ProxyOptions;
+using mullet::net::run_bridge;
 using Strings = std::vector<std::string>;
 using namespace std::chrono_literals;
 
@@ -582,9 +582,9 @@ TEST_CASE("proxy request heads: garbage and oversized heads are refused") {
   const auto sized = [&](std::size_t total) {
     return line + filler + std::string(total - line.size() - filler.size() - 4, 'a') + "\r\n\r\n";
   };
-  CHECK(sized(mullet::sandbox::max_request_head_bytes).size() == mullet::sandbox::max_request_head_bytes);
-  CHECK(parse_request_head(sized(mullet::sandbox::max_request_head_bytes)));
-  CHECK_FALSE(parse_request_head(sized(mullet::sandbox::max_request_head_bytes + 1)));
+  CHECK(sized(mullet::net::max_request_head_bytes).size() == mullet::net::max_request_head_bytes);
+  CHECK(parse_request_head(sized(mullet::net::max_request_head_bytes)));
+  CHECK_FALSE(parse_request_head(sized(mullet::net::max_request_head_bytes + 1)));
   CHECK_FALSE(parse_request_head(sized(1024 * 1024)));
 }
 

@@ -1,7 +1,7 @@
 // The egress proxy: the only way out of a sandbox that was granted network.
 //
 // A sandbox has no interface but loopback. The proxy runs outside it, listens
-// on a unix socket that is bound into the sandbox (where sandbox/bridge.hpp
+// on a unix socket that is bound into the sandbox (where net/bridge.hpp
 // turns it back into 127.0.0.1:<port>), and speaks just enough HTTP/1.1 proxy
 // to learn each destination: CONNECT host:port, and absolute-URI requests for
 // plain http. Only the phase's grants get through (net/grant.hpp reads both
@@ -29,7 +29,7 @@
 #include <asio/ip/address.hpp>
 #include <nlohmann/json.hpp>
 
-namespace mullet::sandbox {
+namespace mullet::net {
 
 // The largest request head (request line and headers) the proxy reads.
 inline constexpr std::size_t max_request_head_bytes = 16 * 1024;
@@ -113,4 +113,4 @@ bool grant_names_address(const std::vector<std::string>& grants, const asio::ip:
 // max_request_head_bytes): nullopt.
 std::optional<RequestHead> parse_request_head(std::string_view head);
 
-}  // namespace mullet::sandbox
+}  // namespace mullet::net

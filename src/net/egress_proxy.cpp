@@ -1,4 +1,4 @@
-#include "sandbox/proxy.hpp"
+#include "net/egress_proxy.hpp"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -21,12 +21,12 @@
 
 #include "net/address.hpp"
 #include "net/grant.hpp"
-#include "sandbox/relay.hpp"
+#include "net/relay.hpp"
 #include "util/clock.hpp"
 #include "util/error.hpp"
 #include "util/strings.hpp"
 
-namespace mullet::sandbox {
+namespace mullet::net {
 namespace {
 
 using asio::ip::tcp;
@@ -692,4 +692,4 @@ nlohmann::json EgressProxy::decisions_json() const {
   return json;
 }
 
-}  // namespace mullet::sandbox
+}  // namespace mullet::net

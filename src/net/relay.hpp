@@ -1,6 +1,6 @@
 // Moving bytes both ways between two stream sockets, for the egress proxy
 // (unix client, TCP destination) and the bridge (TCP client, unix proxy).
-// Internal to src/sandbox.
+// Internal to src/net.
 //
 // Each direction owns one fixed buffer and has at most one read or one write
 // pending, so a tunnel's memory does not depend on what flows through it, and
@@ -26,7 +26,7 @@
 #include <spdlog/spdlog.h>
 #include <asio.hpp>
 
-namespace mullet::sandbox::relay {
+namespace mullet::net::relay {
 
 inline constexpr std::size_t buffer_size = 16 * 1024;
 // When accept() fails (out of descriptors), the connection stays queued and
@@ -194,4 +194,4 @@ class Tunnel {
   std::function<void()> m_on_end;
 };
 
-}  // namespace mullet::sandbox::relay
+}  // namespace mullet::net::relay

@@ -1,4 +1,4 @@
-#include "sandbox/bridge.hpp"
+#include "net/bridge.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -13,10 +13,10 @@
 #include <spdlog/spdlog.h>
 #include <asio.hpp>
 
-#include "sandbox/relay.hpp"
+#include "net/relay.hpp"
 #include "util/error.hpp"
 
-namespace mullet::sandbox {
+namespace mullet::net {
 namespace {
 
 using asio::ip::tcp;
@@ -238,4 +238,4 @@ int run_bridge(int listen_port, const std::string& unix_socket_path, const std::
   }
 }
 
-}  // namespace mullet::sandbox
+}  // namespace mullet::net
