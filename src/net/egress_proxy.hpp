@@ -31,9 +31,6 @@
 
 namespace mullet::net {
 
-// The largest request head (request line and headers) the proxy reads.
-inline constexpr std::size_t max_request_head_bytes = 16 * 1024;
-
 struct ProxyOptions {
   // From accepting a connection to its complete request head.
   std::chrono::milliseconds head_timeout{10'000};
@@ -59,7 +56,8 @@ struct ProxyDecision {
 
 nlohmann::json to_json(const ProxyDecision& decision);
 
-struct RequestHead {
+// What the proxy needs of a request (net/http_head.hpp parses it).
+struct ProxyRequest {
   std::string method;
   std::string host;  // lower case, IPv6 without brackets
   int port = 0;
@@ -108,9 +106,10 @@ bool grant_allows(const std::vector<std::string>& grants, const std::string& hos
 bool grant_names_address(const std::vector<std::string>& grants, const asio::ip::address& address, int port);
 
 // Pure: a complete request head (ending in an empty line) sent to a proxy:
-// CONNECT host:port, or METHOD http://host[:port]/path. Nothing else (origin
-// form, https:// targets, bare LF, obs-fold, control bytes, more than
-// max_request_head_bytes): nullopt.
-std::optional<RequestHead> parse_request_head(std::string_view head);
+// CONNECT host:port, or METHOD http://host[:port]/path, as
+// http::parse_request_head reads them with http::proxy_forms. Nothing else
+// (origin form, https:// targets, bare LF, obs-fold, control bytes, more than
+// http::max_head_bytes): nullopt.
+std::optional<ProxyRequest> parse_proxy_request(std::string_view head);
 
 }  // namespace mullet::net
