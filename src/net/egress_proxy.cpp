@@ -8,12 +8,9 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cerrno>
 #include <deque>
-#include <map>
 #include <mutex>
-#include <thread>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -23,6 +20,7 @@
 #include "net/grant.hpp"
 #include "net/http_head.hpp"
 #include "net/relay.hpp"
+#include "net/server.hpp"
 #include "util/clock.hpp"
 #include "util/error.hpp"
 #include "util/strings.hpp"
@@ -102,7 +100,13 @@ nlohmann::json to_json(const ProxyDecision& decision) {
 class EgressProxy::Impl {
  public:
   Impl(std::vector<std::string> grants_in, std::string socket_path_in, ProxyOptions options_in)
-      : grants(std::move(grants_in)), socket_path(std::move(socket_path_in)), options(options_in) {}
+      : grants(std::move(grants_in)),
+        socket_path(std::move(socket_path_in)),
+        options(options_in),
+        m_server(
+            "egress proxy", options.max_connections,
+            [this](unix_stream::socket socket, std::uint64_t id) { return make_session(std::move(socket), id); },
+            [this](unix_stream::socket socket) { refuse_at_capacity(std::move(socket)); }) {}
 
   void start();
   void stop();
@@ -111,36 +115,28 @@ class EgressProxy::Impl {
   std::uint64_t record(ProxyDecision decision);
   void record_bytes(std::uint64_t sequence, std::uint64_t up, std::uint64_t down);
   std::vector<ProxyDecision> decisions() const;
+  std::size_t active() const { return m_server.active(); }
 
   // The io thread only.
-  void forget(std::uint64_t id);
+  void forget(std::uint64_t id) { m_server.forget(id); }
 
   const std::vector<std::string> grants;
   const std::string socket_path;
   const ProxyOptions options;
-  std::atomic<std::size_t> active{0};
 
  private:
-  void serve();
-  void accept();
-  void admit(unix_stream::socket socket);
+  std::shared_ptr<Session> make_session(unix_stream::socket socket, std::uint64_t id);
   void refuse_at_capacity(unix_stream::socket socket);
 
   mutable std::mutex m_log_mutex;
   std::deque<ProxyDecision> m_log;
   std::uint64_t m_log_first = 0;  // sequence number of m_log.front()
 
-  std::map<std::uint64_t, std::weak_ptr<Session>> m_sessions;  // by id, so oldest first
-  std::uint64_t m_next_id = 0;
   bool m_started = false;
-  bool m_stopped = false;
   bool m_created_socket = false;
-  std::thread m_thread;
-  // Declared last, destroyed first: the handlers still queued (and the
-  // sessions they hold) go before anything they refer to.
-  asio::io_context m_io;
-  unix_stream::acceptor m_acceptor{m_io};
-  asio::steady_timer m_accept_retry{m_io};
+  // Declared last, destroyed first: its io context, the handlers still queued
+  // and the sessions they hold go before anything they refer to.
+  Server<unix_stream, Session> m_server;
 };
 
 namespace {
@@ -171,7 +167,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // Holds a slot without using it: no request yet, or already answered.
-  bool waiting() const { return m_phase == Phase::head || m_phase == Phase::answered; }
+  bool evictable() const { return m_phase == Phase::head || m_phase == Phase::answered; }
 
   // Makes room for a new connection.
   void evict() {
@@ -395,18 +391,18 @@ void EgressProxy::Impl::start() {
     throw failure("cannot create the egress proxy's socket " + socket_path + ": the path already exists");
   }
   asio::error_code error;
-  m_acceptor.open(unix_stream(), error);
-  if (!error) set_close_on_exec(m_acceptor.native_handle());
-  if (!error) m_acceptor.bind(unix_stream::endpoint(socket_path), error);
+  m_server.acceptor().open(unix_stream(), error);
+  if (!error) set_close_on_exec(m_server.acceptor().native_handle());
+  if (!error) m_server.acceptor().bind(unix_stream::endpoint(socket_path), error);
   if (error) {
     asio::error_code ignored;
-    m_acceptor.close(ignored);
+    m_server.acceptor().close(ignored);
     throw failure("cannot create the egress proxy's socket " + socket_path + ": " + error.message());
   }
   m_created_socket = true;
   const auto cleanup = [this] {
     asio::error_code ignored;
-    m_acceptor.close(ignored);
+    m_server.acceptor().close(ignored);
     ::unlink(socket_path.c_str());
     m_created_socket = false;
   };
@@ -417,74 +413,24 @@ void EgressProxy::Impl::start() {
     cleanup();
     throw failure("cannot make the egress proxy's socket " + socket_path + " reachable: " + util::errno_text(saved));
   }
-  m_acceptor.listen(asio::socket_base::max_listen_connections, error);
+  m_server.acceptor().listen(asio::socket_base::max_listen_connections, error);
   if (error) {
     cleanup();
     throw failure("cannot listen on the egress proxy's socket " + socket_path + ": " + error.message());
   }
   m_started = true;
-  accept();
-  m_thread = std::thread([this] { serve(); });
-}
-
-void EgressProxy::Impl::serve() {
-  relay::run_io(m_io, "egress proxy");
+  m_server.run_in_background();
 }
 
 void EgressProxy::Impl::stop() {
-  if (!m_started || m_stopped) return;
-  m_stopped = true;
-  asio::post(m_io, [this] {
-    asio::error_code ignored;
-    m_acceptor.close(ignored);
-    m_accept_retry.cancel();
-    std::vector<std::shared_ptr<Session>> open;
-    for (const auto& [id, weak] : m_sessions) {
-      if (auto session = weak.lock()) open.push_back(std::move(session));
-    }
-    for (const auto& session : open) session->end();
-    m_sessions.clear();
-    active = 0;
-    m_io.stop();
-  });
-  if (m_thread.joinable()) m_thread.join();
+  if (!m_started) return;
+  m_server.stop();
   if (m_created_socket) ::unlink(socket_path.c_str());
   m_created_socket = false;
 }
 
-void EgressProxy::Impl::accept() {
-  relay::accept_loop(m_acceptor, m_accept_retry, "egress proxy",
-                     [this](unix_stream::socket socket) { admit(std::move(socket)); });
-}
-
-void EgressProxy::Impl::admit(unix_stream::socket socket) {
-  set_close_on_exec(socket.native_handle());
-  const std::size_t capacity = std::max<std::size_t>(1, options.max_connections);
-  if (m_sessions.size() >= capacity) {
-    std::shared_ptr<Session> idle;
-    for (auto it = m_sessions.begin(); it != m_sessions.end();) {
-      auto session = it->second.lock();
-      if (!session) {
-        it = m_sessions.erase(it);
-        continue;
-      }
-      if (session->waiting()) {
-        idle = std::move(session);
-        break;
-      }
-      ++it;
-    }
-    if (idle) {
-      idle->evict();
-    } else if (m_sessions.size() >= capacity) {
-      return refuse_at_capacity(std::move(socket));
-    }
-  }
-  const auto id = m_next_id++;
-  auto session = std::make_shared<Session>(*this, std::move(socket), id);
-  m_sessions.emplace(id, session);
-  active = m_sessions.size();
-  session->start();
+std::shared_ptr<Session> EgressProxy::Impl::make_session(unix_stream::socket socket, std::uint64_t id) {
+  return std::make_shared<Session>(*this, std::move(socket), id);
 }
 
 void EgressProxy::Impl::refuse_at_capacity(unix_stream::socket socket) {
@@ -498,11 +444,6 @@ void EgressProxy::Impl::refuse_at_capacity(unix_stream::socket socket) {
       ::send(socket.native_handle(), response.data(), response.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   asio::error_code ignored;
   socket.close(ignored);
-}
-
-void EgressProxy::Impl::forget(std::uint64_t id) {
-  m_sessions.erase(id);
-  active = m_sessions.size();
 }
 
 std::uint64_t EgressProxy::Impl::record(ProxyDecision decision) {
@@ -545,7 +486,7 @@ const std::string& EgressProxy::socket_path() const {
   return m_impl->socket_path;
 }
 std::size_t EgressProxy::active_connections() const {
-  return m_impl->active.load();
+  return m_impl->active();
 }
 std::vector<ProxyDecision> EgressProxy::decisions() const {
   return m_impl->decisions();
