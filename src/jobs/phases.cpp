@@ -9,9 +9,9 @@
 #include <optional>
 
 #include "git/cli.hpp"
+#include "net/egress_proxy.hpp"
 #include "sandbox/host.hpp"
 #include "sandbox/policy.hpp"
-#include "sandbox/proxy.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/strings.hpp"
@@ -162,14 +162,14 @@ PhaseRunner::PhaseRunner(const git::Repository& repo, const config::Config& conf
       m_log(paths.worker_log, worker_log_cap) {}
 
 std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& phase, const SandboxDirs& dirs) {
-  std::unique_ptr<sandbox::EgressProxy> proxy;
+  std::unique_ptr<net::EgressProxy> proxy;
   std::string proxy_dir;
   std::string socket;
   if (!phase.grants.empty()) {
     // A short path of our own: unix socket paths are limited to 107 bytes.
     proxy_dir = util::make_temp_dir("/tmp", "mullet-proxy-");
     socket = proxy_dir + "/proxy.sock";
-    proxy = std::make_unique<sandbox::EgressProxy>(phase.grants, socket);
+    proxy = std::make_unique<net::EgressProxy>(phase.grants, socket);
     proxy->start();
   }
   const std::optional<UidRange> uid =

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <set>
 
-#include "sandbox/bridge.hpp"
+#include "net/bridge.hpp"
 #include "util/fs.hpp"
 #include "util/strings.hpp"
 
@@ -103,7 +103,7 @@ std::string start_bridge(int port, const std::string& socket_path, int report_fd
   if (pid == 0) {
     ::close(ready[0]);
     ::close(report_fd);
-    ::_exit(run_bridge(port, socket_path, [&] {
+    ::_exit(net::run_bridge(port, socket_path, [&] {
       [[maybe_unused]] auto ignored = ::write(ready[1], "r", 1);
       ::close(ready[1]);
     }));

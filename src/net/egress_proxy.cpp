@@ -1,4 +1,4 @@
-#include "sandbox/proxy.hpp"
+#include "net/egress_proxy.hpp"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -8,12 +8,9 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cerrno>
 #include <deque>
-#include <map>
 #include <mutex>
-#include <thread>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -21,12 +18,14 @@
 
 #include "net/address.hpp"
 #include "net/grant.hpp"
-#include "sandbox/relay.hpp"
+#include "net/http_head.hpp"
+#include "net/relay.hpp"
+#include "net/server.hpp"
 #include "util/clock.hpp"
 #include "util/error.hpp"
 #include "util/strings.hpp"
 
-namespace mullet::sandbox {
+namespace mullet::net {
 namespace {
 
 using asio::ip::tcp;
@@ -37,85 +36,6 @@ using unix_stream = asio::local::stream_protocol;
 // unread input resets it, and the client could lose the answer.
 constexpr auto linger_time = std::chrono::milliseconds(1000);
 constexpr std::size_t max_linger_bytes = 64 * 1024;
-constexpr std::size_t max_method_length = 16;
-
-std::string lower(std::string_view text) {
-  std::string lowered(text);
-  for (char& c : lowered) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return lowered;
-}
-
-bool is_tchar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-// The request line alone: METHOD SP target SP HTTP/1.x, the target either
-// authority form (CONNECT) or an http:// absolute URI. The returned head has
-// no upstream_head yet.
-std::optional<RequestHead> interpret_request_line(std::string_view line) {
-  const auto first_space = line.find(' ');
-  if (first_space == std::string_view::npos) return std::nullopt;
-  const auto second_space = line.find(' ', first_space + 1);
-  if (second_space == std::string_view::npos || line.find(' ', second_space + 1) != std::string_view::npos) {
-    return std::nullopt;
-  }
-  const auto method = line.substr(0, first_space);
-  const auto target = line.substr(first_space + 1, second_space - first_space - 1);
-  const auto version = line.substr(second_space + 1);
-  if (method.empty() || method.size() > max_method_length ||
-      !std::all_of(method.begin(), method.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
-    return std::nullopt;
-  }
-  if (version != "HTTP/1.1" && version != "HTTP/1.0") return std::nullopt;
-  if (target.empty() || !std::all_of(target.begin(), target.end(), [](char c) { return c > 0x20 && c < 0x7f; })) {
-    return std::nullopt;
-  }
-  RequestHead head;
-  head.method = std::string(method);
-  if (method == "CONNECT") {
-    const auto authority = net::parse_destination(target, 0);
-    if (!authority) return std::nullopt;
-    head.host = authority->host;
-    head.port = authority->port;
-    return head;
-  }
-  constexpr std::string_view scheme = "http://";
-  if (target.size() <= scheme.size() || lower(target.substr(0, scheme.size())) != scheme) return std::nullopt;
-  const auto rest = target.substr(scheme.size());
-  const auto authority_end = rest.find_first_of("/?#");
-  const auto authority = net::parse_destination(rest.substr(0, authority_end), 80);
-  if (!authority) return std::nullopt;
-  std::string path = authority_end == std::string_view::npos ? "/" : std::string(rest.substr(authority_end));
-  if (const auto fragment = path.find('#'); fragment != std::string::npos) path.resize(fragment);
-  if (path.empty() || path.front() != '/') path.insert(0, "/");
-  head.host = authority->host;
-  head.port = authority->port;
-  head.origin_line = head.method + " " + path + " " + std::string(version);
-  return head;
-}
-
-// What can be told from the first bytes of a head, before it is complete:
-// control bytes, a method that is not a method, a request line that is not
-// one. Lets garbage be refused at once instead of when the head deadline or
-// the size limit is hit.
-bool plausible_head_prefix(std::string_view received) {
-  for (const char c : received) {
-    const auto byte = static_cast<unsigned char>(c);
-    if ((byte < 0x20 && c != '\t' && c != '\r' && c != '\n') || byte == 0x7f) return false;
-  }
-  const auto method_end = std::min(received.find(' '), received.size());
-  if (method_end > max_method_length) return false;
-  for (std::size_t i = 0; i < method_end; ++i) {
-    if (received[i] < 'A' || received[i] > 'Z') return false;
-  }
-  const auto line_end = received.find('\n');
-  if (line_end == std::string_view::npos) return true;
-  if (line_end == 0 || received[line_end - 1] != '\r') return false;
-  return interpret_request_line(received.substr(0, line_end - 1)).has_value();
-}
 
 // A request's host and port as net::parse_destination read them (the host is
 // its canonical text, IPv6 without brackets), read again.
@@ -161,69 +81,11 @@ bool grant_names_address(const std::vector<std::string>& grants, const asio::ip:
   });
 }
 
-std::optional<RequestHead> parse_request_head(std::string_view head) {
-  if (head.size() > max_request_head_bytes || head.size() < 4 || !head.ends_with("\r\n\r\n")) return std::nullopt;
-  for (std::size_t i = 0; i < head.size(); ++i) {
-    const char c = head[i];
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '\r') {
-      if (i + 1 >= head.size() || head[i + 1] != '\n') return std::nullopt;
-    } else if (c == '\n') {
-      if (i == 0 || head[i - 1] != '\r') return std::nullopt;
-    } else if ((byte < 0x20 && c != '\t') || byte == 0x7f) {
-      return std::nullopt;
-    }
-  }
-  // Every line, the last header's included, ends in CRLF; then the empty line.
-  const auto lines_text = head.substr(0, head.size() - 2);
-  std::vector<std::string_view> lines;
-  for (std::size_t start = 0; start < lines_text.size();) {
-    const auto end = lines_text.find("\r\n", start);
-    lines.push_back(lines_text.substr(start, end - start));
-    start = end + 2;
-  }
-  auto request = interpret_request_line(lines.front());
-  if (!request) return std::nullopt;
-
-  std::vector<std::pair<std::string_view, std::string>> headers;
-  std::vector<std::string> connection_options;
-  for (std::size_t i = 1; i < lines.size(); ++i) {
-    const auto line = lines[i];
-    // An empty line would end the head early; a leading blank is obs-fold.
-    if (line.empty() || line.front() == ' ' || line.front() == '\t') return std::nullopt;
-    const auto colon = line.find(':');
-    if (colon == 0 || colon == std::string_view::npos) return std::nullopt;
-    const auto name = line.substr(0, colon);
-    if (!std::all_of(name.begin(), name.end(), is_tchar)) return std::nullopt;
-    auto value = util::trim(line.substr(colon + 1));
-    if (lower(name) == "connection") {
-      for (const auto& option : util::split(value, ',')) connection_options.push_back(lower(util::trim(option)));
-    }
-    headers.emplace_back(name, std::move(value));
-  }
-  if (request->method == "CONNECT") return request;
-
-  // Hop-by-hop headers end here; Host is the target's (RFC 9112 3.2.2: a
-  // proxy replaces it), so the Host the destination sees is the granted one.
-  static const std::vector<std::string> dropped = {
-      "connection", "proxy-connection", "keep-alive", "proxy-authorization", "proxy-authenticate",
-      "te",         "upgrade",          "host"};
-  std::string host_value = request->host.find(':') != std::string::npos ? "[" + request->host + "]" : request->host;
-  if (request->port != 80) host_value += ":" + std::to_string(request->port);
-  std::string upstream = request->origin_line + "\r\nHost: " + host_value + "\r\n";
-  for (const auto& [name, value] : headers) {
-    const auto lowered = lower(name);
-    const bool framing = lowered == "content-length" || lowered == "transfer-encoding";
-    if (std::find(dropped.begin(), dropped.end(), lowered) != dropped.end()) continue;
-    if (!framing &&
-        std::find(connection_options.begin(), connection_options.end(), lowered) != connection_options.end()) {
-      continue;
-    }
-    upstream += std::string(name) + ": " + value + "\r\n";
-  }
-  upstream += "Connection: close\r\n\r\n";
-  request->upstream_head = std::move(upstream);
-  return request;
+std::optional<ProxyRequest> parse_proxy_request(std::string_view head) {
+  const auto parsed = http::parse_request_head(head, http::proxy_forms);
+  if (!parsed) return std::nullopt;
+  return ProxyRequest{parsed->method, parsed->destination.host, parsed->destination.port, parsed->origin_line(),
+                      http::forwarded_head(*parsed)};
 }
 
 nlohmann::json to_json(const ProxyDecision& decision) {
@@ -238,7 +100,13 @@ nlohmann::json to_json(const ProxyDecision& decision) {
 class EgressProxy::Impl {
  public:
   Impl(std::vector<std::string> grants_in, std::string socket_path_in, ProxyOptions options_in)
-      : grants(std::move(grants_in)), socket_path(std::move(socket_path_in)), options(options_in) {}
+      : grants(std::move(grants_in)),
+        socket_path(std::move(socket_path_in)),
+        options(options_in),
+        m_server(
+            "egress proxy", options.max_connections,
+            [this](unix_stream::socket socket, std::uint64_t id) { return make_session(std::move(socket), id); },
+            [this](unix_stream::socket socket) { refuse_at_capacity(std::move(socket)); }) {}
 
   void start();
   void stop();
@@ -247,36 +115,28 @@ class EgressProxy::Impl {
   std::uint64_t record(ProxyDecision decision);
   void record_bytes(std::uint64_t sequence, std::uint64_t up, std::uint64_t down);
   std::vector<ProxyDecision> decisions() const;
+  std::size_t active() const { return m_server.active(); }
 
   // The io thread only.
-  void forget(std::uint64_t id);
+  void forget(std::uint64_t id) { m_server.forget(id); }
 
   const std::vector<std::string> grants;
   const std::string socket_path;
   const ProxyOptions options;
-  std::atomic<std::size_t> active{0};
 
  private:
-  void serve();
-  void accept();
-  void admit(unix_stream::socket socket);
+  std::shared_ptr<Session> make_session(unix_stream::socket socket, std::uint64_t id);
   void refuse_at_capacity(unix_stream::socket socket);
 
   mutable std::mutex m_log_mutex;
   std::deque<ProxyDecision> m_log;
   std::uint64_t m_log_first = 0;  // sequence number of m_log.front()
 
-  std::map<std::uint64_t, std::weak_ptr<Session>> m_sessions;  // by id, so oldest first
-  std::uint64_t m_next_id = 0;
   bool m_started = false;
-  bool m_stopped = false;
   bool m_created_socket = false;
-  std::thread m_thread;
-  // Declared last, destroyed first: the handlers still queued (and the
-  // sessions they hold) go before anything they refer to.
-  asio::io_context m_io;
-  unix_stream::acceptor m_acceptor{m_io};
-  asio::steady_timer m_accept_retry{m_io};
+  // Declared last, destroyed first: its io context, the handlers still queued
+  // and the sessions they hold go before anything they refer to.
+  Server<unix_stream, Session> m_server;
 };
 
 namespace {
@@ -307,7 +167,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // Holds a slot without using it: no request yet, or already answered.
-  bool waiting() const { return m_phase == Phase::head || m_phase == Phase::answered; }
+  bool evictable() const { return m_phase == Phase::head || m_phase == Phase::answered; }
 
   // Makes room for a new connection.
   void evict() {
@@ -350,15 +210,16 @@ class Session : public std::enable_shared_from_this<Session> {
     const std::string_view received(m_head.data(), m_head_size);
     const auto end_of_head = received.find("\r\n\r\n", scan_from);
     const auto checked = end_of_head == std::string_view::npos ? received : received.substr(0, end_of_head + 4);
-    if (!plausible_head_prefix(checked)) return refuse(400, "Bad Request", "malformed request", false);
+    if (!http::plausible_request_prefix(checked, http::proxy_forms))
+      return refuse(400, "Bad Request", "malformed request", false);
     if (end_of_head == std::string_view::npos) {
       if (m_head_size == m_head.size()) {
         return refuse(431, "Request Header Fields Too Large",
-                      "request head larger than " + std::to_string(max_request_head_bytes) + " bytes", false);
+                      "request head larger than " + std::to_string(http::max_head_bytes) + " bytes", false);
       }
       return read_head();
     }
-    auto request = parse_request_head(checked);
+    auto request = parse_proxy_request(checked);
     if (!request) return refuse(400, "Bad Request", "malformed request", false);
     m_request = std::move(*request);
     m_leftover.assign(received.substr(checked.size()));
@@ -509,10 +370,10 @@ class Session : public std::enable_shared_from_this<Session> {
   relay::Tunnel<unix_stream::socket, tcp::socket> m_tunnel;
   const std::uint64_t m_id;
   Phase m_phase = Phase::head;
-  std::array<char, max_request_head_bytes> m_head;  // not cleared: never read before written
+  std::array<char, http::max_head_bytes> m_head;  // not cleared: never read before written
   std::size_t m_head_size = 0;
   std::size_t m_drained = 0;
-  RequestHead m_request;
+  ProxyRequest m_request;
   std::string m_leftover;  // what the client sent after its head
   std::string m_response;
   std::optional<std::uint64_t> m_decision;
@@ -530,18 +391,18 @@ void EgressProxy::Impl::start() {
     throw failure("cannot create the egress proxy's socket " + socket_path + ": the path already exists");
   }
   asio::error_code error;
-  m_acceptor.open(unix_stream(), error);
-  if (!error) set_close_on_exec(m_acceptor.native_handle());
-  if (!error) m_acceptor.bind(unix_stream::endpoint(socket_path), error);
+  m_server.acceptor().open(unix_stream(), error);
+  if (!error) set_close_on_exec(m_server.acceptor().native_handle());
+  if (!error) m_server.acceptor().bind(unix_stream::endpoint(socket_path), error);
   if (error) {
     asio::error_code ignored;
-    m_acceptor.close(ignored);
+    m_server.acceptor().close(ignored);
     throw failure("cannot create the egress proxy's socket " + socket_path + ": " + error.message());
   }
   m_created_socket = true;
   const auto cleanup = [this] {
     asio::error_code ignored;
-    m_acceptor.close(ignored);
+    m_server.acceptor().close(ignored);
     ::unlink(socket_path.c_str());
     m_created_socket = false;
   };
@@ -552,74 +413,24 @@ void EgressProxy::Impl::start() {
     cleanup();
     throw failure("cannot make the egress proxy's socket " + socket_path + " reachable: " + util::errno_text(saved));
   }
-  m_acceptor.listen(asio::socket_base::max_listen_connections, error);
+  m_server.acceptor().listen(asio::socket_base::max_listen_connections, error);
   if (error) {
     cleanup();
     throw failure("cannot listen on the egress proxy's socket " + socket_path + ": " + error.message());
   }
   m_started = true;
-  accept();
-  m_thread = std::thread([this] { serve(); });
-}
-
-void EgressProxy::Impl::serve() {
-  relay::run_io(m_io, "egress proxy");
+  m_server.run_in_background();
 }
 
 void EgressProxy::Impl::stop() {
-  if (!m_started || m_stopped) return;
-  m_stopped = true;
-  asio::post(m_io, [this] {
-    asio::error_code ignored;
-    m_acceptor.close(ignored);
-    m_accept_retry.cancel();
-    std::vector<std::shared_ptr<Session>> open;
-    for (const auto& [id, weak] : m_sessions) {
-      if (auto session = weak.lock()) open.push_back(std::move(session));
-    }
-    for (const auto& session : open) session->end();
-    m_sessions.clear();
-    active = 0;
-    m_io.stop();
-  });
-  if (m_thread.joinable()) m_thread.join();
+  if (!m_started) return;
+  m_server.stop();
   if (m_created_socket) ::unlink(socket_path.c_str());
   m_created_socket = false;
 }
 
-void EgressProxy::Impl::accept() {
-  relay::accept_loop(m_acceptor, m_accept_retry, "egress proxy",
-                     [this](unix_stream::socket socket) { admit(std::move(socket)); });
-}
-
-void EgressProxy::Impl::admit(unix_stream::socket socket) {
-  set_close_on_exec(socket.native_handle());
-  const std::size_t capacity = std::max<std::size_t>(1, options.max_connections);
-  if (m_sessions.size() >= capacity) {
-    std::shared_ptr<Session> idle;
-    for (auto it = m_sessions.begin(); it != m_sessions.end();) {
-      auto session = it->second.lock();
-      if (!session) {
-        it = m_sessions.erase(it);
-        continue;
-      }
-      if (session->waiting()) {
-        idle = std::move(session);
-        break;
-      }
-      ++it;
-    }
-    if (idle) {
-      idle->evict();
-    } else if (m_sessions.size() >= capacity) {
-      return refuse_at_capacity(std::move(socket));
-    }
-  }
-  const auto id = m_next_id++;
-  auto session = std::make_shared<Session>(*this, std::move(socket), id);
-  m_sessions.emplace(id, session);
-  active = m_sessions.size();
-  session->start();
+std::shared_ptr<Session> EgressProxy::Impl::make_session(unix_stream::socket socket, std::uint64_t id) {
+  return std::make_shared<Session>(*this, std::move(socket), id);
 }
 
 void EgressProxy::Impl::refuse_at_capacity(unix_stream::socket socket) {
@@ -633,11 +444,6 @@ void EgressProxy::Impl::refuse_at_capacity(unix_stream::socket socket) {
       ::send(socket.native_handle(), response.data(), response.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   asio::error_code ignored;
   socket.close(ignored);
-}
-
-void EgressProxy::Impl::forget(std::uint64_t id) {
-  m_sessions.erase(id);
-  active = m_sessions.size();
 }
 
 std::uint64_t EgressProxy::Impl::record(ProxyDecision decision) {
@@ -680,7 +486,7 @@ const std::string& EgressProxy::socket_path() const {
   return m_impl->socket_path;
 }
 std::size_t EgressProxy::active_connections() const {
-  return m_impl->active.load();
+  return m_impl->active();
 }
 std::vector<ProxyDecision> EgressProxy::decisions() const {
   return m_impl->decisions();
@@ -692,4 +498,4 @@ nlohmann::json EgressProxy::decisions_json() const {
   return json;
 }
 
-}  // namespace mullet::sandbox
+}  // namespace mullet::net

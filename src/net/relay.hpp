@@ -1,6 +1,6 @@
 // Moving bytes both ways between two stream sockets, for the egress proxy
 // (unix client, TCP destination) and the bridge (TCP client, unix proxy).
-// Internal to src/sandbox.
+// Internal to src/net.
 //
 // Each direction owns one fixed buffer and has at most one read or one write
 // pending, so a tunnel's memory does not depend on what flows through it, and
@@ -26,49 +26,11 @@
 #include <spdlog/spdlog.h>
 #include <asio.hpp>
 
-namespace mullet::sandbox::relay {
+namespace mullet::net::relay {
 
 inline constexpr std::size_t buffer_size = 16 * 1024;
-// When accept() fails (out of descriptors), the connection stays queued and
-// the acceptor stays ready; waiting a little keeps that from spinning.
-inline constexpr auto accept_retry_delay = std::chrono::milliseconds(100);
-
 inline void set_close_on_exec(int fd) {
   if (fd >= 0) ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC);
-}
-
-// Runs `io` until it runs out of work or is stopped; a handler that throws is
-// logged and the loop goes on, so one bad connection never ends the server.
-inline void run_io(asio::io_context& io, const char* who) {
-  const auto work = asio::make_work_guard(io);
-  while (true) {
-    try {
-      io.run();
-      return;
-    } catch (const std::exception& error) {
-      spdlog::error("{}: {}", who, error.what());
-    }
-  }
-}
-
-// Accepts connections one after another for as long as the acceptor is open
-// and hands each to `admit`; `who` names the server in the log.
-template <typename Acceptor, typename Admit>
-void accept_loop(Acceptor& acceptor, asio::steady_timer& retry, const char* who, Admit admit) {
-  acceptor.async_accept([&acceptor, &retry, who, admit](const asio::error_code& error,
-                                                        typename Acceptor::protocol_type::socket socket) mutable {
-    if (!acceptor.is_open()) return;
-    if (error) {
-      spdlog::warn("{}: cannot accept a connection: {}", who, error.message());
-      retry.expires_after(accept_retry_delay);
-      retry.async_wait([&acceptor, &retry, who, admit](const asio::error_code& wait_error) {
-        if (!wait_error) accept_loop(acceptor, retry, who, admit);
-      });
-      return;
-    }
-    admit(std::move(socket));
-    accept_loop(acceptor, retry, who, admit);
-  });
 }
 
 template <typename Client, typename Upstream>
@@ -194,4 +156,4 @@ class Tunnel {
   std::function<void()> m_on_end;
 };
 
-}  // namespace mullet::sandbox::relay
+}  // namespace mullet::net::relay

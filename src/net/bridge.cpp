@@ -1,22 +1,21 @@
-#include "sandbox/bridge.hpp"
+#include "net/bridge.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <atomic>
-#include <map>
 #include <optional>
 #include <utility>
 
 #include <spdlog/spdlog.h>
 #include <asio.hpp>
 
-#include "sandbox/relay.hpp"
+#include "net/relay.hpp"
+#include "net/server.hpp"
 #include "util/error.hpp"
 
-namespace mullet::sandbox {
+namespace mullet::net {
 namespace {
 
 using asio::ip::tcp;
@@ -35,30 +34,24 @@ class Bridge::Impl {
  public:
   Impl(int listen_port, std::string socket_path_in, BridgeOptions options_in);
 
-  void run();
-  void stop();
+  void run() { m_server.run(); }
+  void stop() { m_server.stop(); }
   int port() const { return m_port; }
+  std::size_t active() const { return m_server.active(); }
   // The io thread only.
-  void forget(std::uint64_t id);
+  void forget(std::uint64_t id) { m_server.forget(id); }
 
   const std::string socket_path;
   const BridgeOptions options;
-  std::atomic<std::size_t> active{0};
 
  private:
-  void accept();
-  void admit(tcp::socket socket);
-  void stop_now();
+  std::shared_ptr<Connection> make_connection(tcp::socket socket, std::uint64_t id);
 
-  std::map<std::uint64_t, std::weak_ptr<Connection>> m_connections;
-  std::uint64_t m_next_id = 0;
   int m_port = 0;
-  // Declared last, destroyed first: the handlers still queued (and the
-  // connections they hold) go before anything they refer to.
-  asio::io_context m_io;
-  tcp::acceptor m_acceptor{m_io};
-  asio::steady_timer m_accept_retry{m_io};
-  std::optional<asio::signal_set> m_signals;
+  // Declared late, destroyed early: its io context, the handlers still queued
+  // and the connections they hold go before anything they refer to.
+  Server<tcp, Connection> m_server;
+  std::optional<asio::signal_set> m_signals;  // on m_server's io context, so destroyed before it
 };
 
 namespace {
@@ -96,6 +89,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
         });
   }
 
+  // The proxy decides which stalled connections to drop; past the bridge's
+  // cap something is wrong inside, and the newest wait least.
+  bool evictable() const { return false; }
+  void evict() { end(); }
+
   void end() {
     if (m_ended) return;
     m_ended = true;
@@ -121,74 +119,37 @@ class Connection : public std::enable_shared_from_this<Connection> {
 }  // namespace
 
 Bridge::Impl::Impl(int listen_port, std::string socket_path_in, BridgeOptions options_in)
-    : socket_path(std::move(socket_path_in)), options(options_in) {
+    : socket_path(std::move(socket_path_in)),
+      options(options_in),
+      m_server(
+          "bridge", options.max_connections,
+          [this](tcp::socket socket, std::uint64_t id) { return make_connection(std::move(socket), id); },
+          [](tcp::socket socket) {
+            asio::error_code ignored;
+            socket.close(ignored);
+          }) {
   if (listen_port < 0 || listen_port > 65535) throw usage_error("bridge: no such port " + std::to_string(listen_port));
   const tcp::endpoint endpoint(asio::ip::make_address_v4("127.0.0.1"), static_cast<unsigned short>(listen_port));
   asio::error_code error;
-  m_acceptor.open(endpoint.protocol(), error);
-  if (!error) set_close_on_exec(m_acceptor.native_handle());
-  if (!error) m_acceptor.set_option(tcp::acceptor::reuse_address(true), error);
-  if (!error) m_acceptor.bind(endpoint, error);
-  if (!error) m_acceptor.listen(asio::socket_base::max_listen_connections, error);
-  if (!error) m_port = m_acceptor.local_endpoint(error).port();
+  m_server.acceptor().open(endpoint.protocol(), error);
+  if (!error) set_close_on_exec(m_server.acceptor().native_handle());
+  if (!error) m_server.acceptor().set_option(tcp::acceptor::reuse_address(true), error);
+  if (!error) m_server.acceptor().bind(endpoint, error);
+  if (!error) m_server.acceptor().listen(asio::socket_base::max_listen_connections, error);
+  if (!error) m_port = m_server.acceptor().local_endpoint(error).port();
   if (error) {
     throw failure("bridge: cannot listen on 127.0.0.1:" + std::to_string(listen_port) + ": " + error.message());
   }
   if (options.stop_on_signals) {
-    m_signals.emplace(m_io, SIGTERM, SIGINT, SIGHUP);
+    m_signals.emplace(m_server.io(), SIGTERM, SIGINT, SIGHUP);
     m_signals->async_wait([this](const asio::error_code& wait_error, int) {
-      if (!wait_error) stop_now();
+      if (!wait_error) m_server.stop();
     });
   }
 }
 
-void Bridge::Impl::run() {
-  accept();
-  relay::run_io(m_io, "bridge");
-}
-
-void Bridge::Impl::stop() {
-  asio::post(m_io, [this] { stop_now(); });
-}
-
-void Bridge::Impl::stop_now() {
-  asio::error_code ignored;
-  m_acceptor.close(ignored);
-  m_accept_retry.cancel();
-  if (m_signals) m_signals->cancel(ignored);
-  std::vector<std::shared_ptr<Connection>> open;
-  for (const auto& [id, weak] : m_connections) {
-    if (auto connection = weak.lock()) open.push_back(std::move(connection));
-  }
-  for (const auto& connection : open) connection->end();
-  m_connections.clear();
-  active = 0;
-  m_io.stop();
-}
-
-void Bridge::Impl::accept() {
-  relay::accept_loop(m_acceptor, m_accept_retry, "bridge", [this](tcp::socket socket) { admit(std::move(socket)); });
-}
-
-void Bridge::Impl::admit(tcp::socket socket) {
-  set_close_on_exec(socket.native_handle());
-  if (m_connections.size() >= std::max<std::size_t>(1, options.max_connections)) {
-    // The proxy drops stalled connections, which ends their relays here; past
-    // this cap something is wrong inside, and the newest wait least.
-    asio::error_code ignored;
-    socket.close(ignored);
-    return;
-  }
-  const auto id = m_next_id++;
-  auto connection = std::make_shared<Connection>(*this, std::move(socket), id);
-  m_connections.emplace(id, connection);
-  active = m_connections.size();
-  connection->start();
-}
-
-void Bridge::Impl::forget(std::uint64_t id) {
-  m_connections.erase(id);
-  active = m_connections.size();
+std::shared_ptr<Connection> Bridge::Impl::make_connection(tcp::socket socket, std::uint64_t id) {
+  return std::make_shared<Connection>(*this, std::move(socket), id);
 }
 
 Bridge::Bridge(int listen_port, std::string unix_socket_path, BridgeOptions options)
@@ -206,7 +167,7 @@ void Bridge::stop() {
   m_impl->stop();
 }
 std::size_t Bridge::active_connections() const {
-  return m_impl->active.load();
+  return m_impl->active();
 }
 
 int run_bridge(int listen_port, const std::string& unix_socket_path, const std::function<void()>& on_listening) {
@@ -238,4 +199,4 @@ int run_bridge(int listen_port, const std::string& unix_socket_path, const std::
   }
 }
 
-}  // namespace mullet::sandbox
+}  // namespace mullet::net

@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-namespace mullet::sandbox {
+namespace mullet::net {
 
 struct BridgeOptions {
   // More than the proxy's cap, so that the proxy, which can tell a stalled
@@ -55,4 +55,4 @@ class Bridge {
 // parent that waits for it before starting the command).
 int run_bridge(int listen_port, const std::string& unix_socket_path, const std::function<void()>& on_listening = {});
 
-}  // namespace mullet::sandbox
+}  // namespace mullet::net

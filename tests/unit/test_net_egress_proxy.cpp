@@ -27,21 +27,22 @@
 
 #include <asio.hpp>
 
-#include "sandbox/bridge.hpp"
-#include "sandbox/proxy.hpp"
+#include "net/bridge.hpp"
+#include "net/egress_proxy.hpp"
+#include "net/http_head.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
 using mullet::UniqueFd;
-using mullet::sandbox::Bridge;
-using mullet::sandbox::BridgeOptions;
-using mullet::sandbox::EgressProxy;
-using mullet::sandbox::grant_allows;
-using mullet::sandbox::grant_names_address;
-using mullet::sandbox::parse_request_head;
-using mullet::sandbox::ProxyDecision;
-using mullet::sandbox::ProxyOptions;
-using mullet::sandbox::run_bridge;
+using mullet::net::Bridge;
+using mullet::net::BridgeOptions;
+using mullet::net::EgressProxy;
+using mullet::net::grant_allows;
+using mullet::net::grant_names_address;
+using mullet::net::parse_proxy_request;
+using mullet::net::ProxyDecision;
+using mullet::net::ProxyOptions;
+using mullet::net::run_bridge;
 using Strings = std::vector<std::string>;
 using namespace std::chrono_literals;
 
@@ -451,7 +452,7 @@ TEST_CASE("proxy grants: only a grant of that very address lets a restricted add
 }
 
 TEST_CASE("proxy request heads: CONNECT") {
-  auto head = parse_request_head("CONNECT API.Example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n");
+  auto head = parse_proxy_request("CONNECT API.Example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n");
   REQUIRE(head);
   CHECK(head->method == "CONNECT");
   CHECK(head->host == "api.example.com");
@@ -459,30 +460,30 @@ TEST_CASE("proxy request heads: CONNECT") {
   CHECK(head->origin_line.empty());
   CHECK(head->upstream_head.empty());
 
-  head = parse_request_head("CONNECT [::1]:8443 HTTP/1.0\r\n\r\n");
+  head = parse_proxy_request("CONNECT [::1]:8443 HTTP/1.0\r\n\r\n");
   REQUIRE(head);
   CHECK(head->host == "::1");
   CHECK(head->port == 8443);
 
   // Hosts in the canonical form grants compare with.
-  head = parse_request_head("CONNECT Example.COM.:443 HTTP/1.1\r\n\r\n");
+  head = parse_proxy_request("CONNECT Example.COM.:443 HTTP/1.1\r\n\r\n");
   REQUIRE(head);
   CHECK(head->host == "example.com");
-  head = parse_request_head("CONNECT [0:0:0:0:0:FFFF:7F00:1]:80 HTTP/1.1\r\n\r\n");
+  head = parse_proxy_request("CONNECT [0:0:0:0:0:FFFF:7F00:1]:80 HTTP/1.1\r\n\r\n");
   REQUIRE(head);
   CHECK(head->host == "::ffff:127.0.0.1");
   CHECK(grant_allows({"[::ffff:127.0.0.1]:80"}, head->host, head->port));
   CHECK_FALSE(grant_allows({"127.0.0.1:80"}, head->host, head->port));
 
   head =
-      parse_request_head("CONNECT 127.0.0.1:1 HTTP/1.1\r\nUser-Agent: curl/8\r\nProxy-Connection: Keep-Alive\r\n\r\n");
+      parse_proxy_request("CONNECT 127.0.0.1:1 HTTP/1.1\r\nUser-Agent: curl/8\r\nProxy-Connection: Keep-Alive\r\n\r\n");
   REQUIRE(head);
   CHECK(head->host == "127.0.0.1");
   CHECK(head->port == 1);
 }
 
 TEST_CASE("proxy request heads: absolute URIs become origin form with Connection: close") {
-  auto head = parse_request_head(
+  auto head = parse_proxy_request(
       "GET http://Example.com/a/b?c=d#frag HTTP/1.1\r\n"
       "Host: evil.example\r\n"
       "User-Agent: test\r\n"
@@ -505,7 +506,7 @@ TEST_CASE("proxy request heads: absolute URIs become origin form with Connection
         "Connection: close\r\n"
         "\r\n");
 
-  head = parse_request_head("POST http://127.0.0.1:8080 HTTP/1.1\r\nContent-Length: 5\r\n\r\n");
+  head = parse_proxy_request("POST http://127.0.0.1:8080 HTTP/1.1\r\nContent-Length: 5\r\n\r\n");
   REQUIRE(head);
   CHECK(head->host == "127.0.0.1");
   CHECK(head->port == 8080);
@@ -513,7 +514,7 @@ TEST_CASE("proxy request heads: absolute URIs become origin form with Connection
   CHECK(head->upstream_head ==
         "POST / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Length: 5\r\nConnection: close\r\n\r\n");
 
-  head = parse_request_head("GET HTTP://[::1]:81?x=1 HTTP/1.0\r\n\r\n");
+  head = parse_proxy_request("GET HTTP://[::1]:81?x=1 HTTP/1.0\r\n\r\n");
   REQUIRE(head);
   CHECK(head->host == "::1");
   CHECK(head->port == 81);
@@ -574,7 +575,7 @@ TEST_CASE("proxy request heads: garbage and oversized heads are refused") {
   };
   for (const auto& text : garbage) {
     INFO(text);
-    CHECK_FALSE(parse_request_head(text));
+    CHECK_FALSE(parse_proxy_request(text));
   }
 
   const std::string line = "CONNECT example.com:443 HTTP/1.1\r\n";
@@ -582,10 +583,10 @@ TEST_CASE("proxy request heads: garbage and oversized heads are refused") {
   const auto sized = [&](std::size_t total) {
     return line + filler + std::string(total - line.size() - filler.size() - 4, 'a') + "\r\n\r\n";
   };
-  CHECK(sized(mullet::sandbox::max_request_head_bytes).size() == mullet::sandbox::max_request_head_bytes);
-  CHECK(parse_request_head(sized(mullet::sandbox::max_request_head_bytes)));
-  CHECK_FALSE(parse_request_head(sized(mullet::sandbox::max_request_head_bytes + 1)));
-  CHECK_FALSE(parse_request_head(sized(1024 * 1024)));
+  CHECK(sized(mullet::net::http::max_head_bytes).size() == mullet::net::http::max_head_bytes);
+  CHECK(parse_proxy_request(sized(mullet::net::http::max_head_bytes)));
+  CHECK_FALSE(parse_proxy_request(sized(mullet::net::http::max_head_bytes + 1)));
+  CHECK_FALSE(parse_proxy_request(sized(1024 * 1024)));
 }
 
 // ---------------------------------------------------------------------------

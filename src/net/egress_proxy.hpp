@@ -1,7 +1,7 @@
 // The egress proxy: the only way out of a sandbox that was granted network.
 //
 // A sandbox has no interface but loopback. The proxy runs outside it, listens
-// on a unix socket that is bound into the sandbox (where sandbox/bridge.hpp
+// on a unix socket that is bound into the sandbox (where net/bridge.hpp
 // turns it back into 127.0.0.1:<port>), and speaks just enough HTTP/1.1 proxy
 // to learn each destination: CONNECT host:port, and absolute-URI requests for
 // plain http. Only the phase's grants get through (net/grant.hpp reads both
@@ -29,10 +29,7 @@
 #include <asio/ip/address.hpp>
 #include <nlohmann/json.hpp>
 
-namespace mullet::sandbox {
-
-// The largest request head (request line and headers) the proxy reads.
-inline constexpr std::size_t max_request_head_bytes = 16 * 1024;
+namespace mullet::net {
 
 struct ProxyOptions {
   // From accepting a connection to its complete request head.
@@ -59,7 +56,8 @@ struct ProxyDecision {
 
 nlohmann::json to_json(const ProxyDecision& decision);
 
-struct RequestHead {
+// What the proxy needs of a request (net/http_head.hpp parses it).
+struct ProxyRequest {
   std::string method;
   std::string host;  // lower case, IPv6 without brackets
   int port = 0;
@@ -108,9 +106,10 @@ bool grant_allows(const std::vector<std::string>& grants, const std::string& hos
 bool grant_names_address(const std::vector<std::string>& grants, const asio::ip::address& address, int port);
 
 // Pure: a complete request head (ending in an empty line) sent to a proxy:
-// CONNECT host:port, or METHOD http://host[:port]/path. Nothing else (origin
-// form, https:// targets, bare LF, obs-fold, control bytes, more than
-// max_request_head_bytes): nullopt.
-std::optional<RequestHead> parse_request_head(std::string_view head);
+// CONNECT host:port, or METHOD http://host[:port]/path, as
+// http::parse_request_head reads them with http::proxy_forms. Nothing else
+// (origin form, https:// targets, bare LF, obs-fold, control bytes, more than
+// http::max_head_bytes): nullopt.
+std::optional<ProxyRequest> parse_proxy_request(std::string_view head);
 
-}  // namespace mullet::sandbox
+}  // namespace mullet::net

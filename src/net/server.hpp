@@ -1,0 +1,182 @@
+// The one accept/admit/stop skeleton of our servers (the egress proxy on a
+// unix socket, the bridge on TCP): it accepts connections, admits each as a
+// session up to a cap, makes room at the cap by evicting the oldest session
+// that says it is evictable (or refuses the newcomer when none is), and stops
+// by closing the acceptor and every session.
+//
+// A Session is shared-owned by its pending handlers and provides:
+//   void start();            // begins its work (the io thread)
+//   bool evictable() const;  // holds a slot without using it
+//   void evict();            // makes room; must end() the session
+//   void end();              // closes everything and calls forget(id), once
+// The server keeps weak references only, oldest first.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+#include <asio.hpp>
+
+#include "net/relay.hpp"
+
+namespace mullet::net {
+
+// When accept() fails (out of descriptors), the connection stays queued and
+// the acceptor stays ready; waiting a little keeps that from spinning.
+inline constexpr auto accept_retry_delay = std::chrono::milliseconds(100);
+
+template <typename Protocol, typename Session>
+class Server {
+ public:
+  using Socket = typename Protocol::socket;
+  using Acceptor = typename Protocol::acceptor;
+  // Makes the session for an admitted socket; `id` goes back to forget().
+  using MakeSession = std::function<std::shared_ptr<Session>(Socket socket, std::uint64_t id)>;
+  // Takes a socket that finds the server full and nothing evictable.
+  using Refuse = std::function<void(Socket socket)>;
+
+  // `who` names the server in the log. Nothing is accepted before run() or
+  // run_in_background(); the owner opens, binds and listens acceptor() first.
+  Server(const char* who, std::size_t max_connections, MakeSession make_session, Refuse refuse)
+      : m_who(who),
+        m_capacity(std::max<std::size_t>(1, max_connections)),
+        m_make_session(std::move(make_session)),
+        m_refuse(std::move(refuse)) {}
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+  ~Server() { stop(); }
+
+  asio::io_context& io() { return m_io; }
+  Acceptor& acceptor() { return m_acceptor; }
+
+  // Serves on the calling thread until stop().
+  void run() {
+    accept();
+    run_io();
+  }
+  // Serves on a thread of its own until stop(), which joins it.
+  void run_in_background() {
+    accept();
+    m_thread = std::thread([this] { run_io(); });
+  }
+
+  // Any thread but the server's own, also before run(): closes the acceptor
+  // and every session, and ends run() or joins the background thread.
+  // Idempotent.
+  void stop() {
+    if (!m_stop_requested.exchange(true)) {
+      asio::post(m_io, [this] { stop_now(); });
+    }
+    if (m_thread.joinable()) m_thread.join();
+  }
+
+  // The server's thread only: a session that has ended.
+  void forget(std::uint64_t id) {
+    m_sessions.erase(id);
+    m_active = m_sessions.size();
+  }
+
+  // Sessions currently admitted (any thread).
+  std::size_t active() const { return m_active.load(); }
+
+ private:
+  void run_io() {
+    // A handler that throws is logged and the loop goes on, so one bad
+    // connection never ends the server.
+    const auto work = asio::make_work_guard(m_io);
+    while (true) {
+      try {
+        m_io.run();
+        return;
+      } catch (const std::exception& error) {
+        spdlog::error("{}: {}", m_who, error.what());
+      }
+    }
+  }
+
+  void accept() {
+    m_acceptor.async_accept([this](const asio::error_code& error, Socket socket) {
+      if (!m_acceptor.is_open()) return;
+      if (error) {
+        spdlog::warn("{}: cannot accept a connection: {}", m_who, error.message());
+        m_accept_retry.expires_after(accept_retry_delay);
+        m_accept_retry.async_wait([this](const asio::error_code& wait_error) {
+          if (!wait_error) accept();
+        });
+        return;
+      }
+      admit(std::move(socket));
+      accept();
+    });
+  }
+
+  void admit(Socket socket) {
+    relay::set_close_on_exec(socket.native_handle());
+    if (m_sessions.size() >= m_capacity) {
+      std::shared_ptr<Session> oldest_evictable;
+      for (auto it = m_sessions.begin(); it != m_sessions.end();) {
+        auto session = it->second.lock();
+        if (!session) {
+          it = m_sessions.erase(it);
+          continue;
+        }
+        if (session->evictable()) {
+          oldest_evictable = std::move(session);
+          break;
+        }
+        ++it;
+      }
+      if (oldest_evictable) {
+        oldest_evictable->evict();
+      } else if (m_sessions.size() >= m_capacity) {
+        return m_refuse(std::move(socket));
+      }
+    }
+    const auto id = m_next_id++;
+    auto session = m_make_session(std::move(socket), id);
+    m_sessions.emplace(id, session);
+    m_active = m_sessions.size();
+    session->start();
+  }
+
+  void stop_now() {
+    asio::error_code ignored;
+    m_acceptor.close(ignored);
+    m_accept_retry.cancel();
+    std::vector<std::shared_ptr<Session>> open;
+    for (const auto& [id, weak] : m_sessions) {
+      if (auto session = weak.lock()) open.push_back(std::move(session));
+    }
+    for (const auto& session : open) session->end();
+    m_sessions.clear();
+    m_active = 0;
+    m_io.stop();
+  }
+
+  const char* const m_who;
+  const std::size_t m_capacity;
+  const MakeSession m_make_session;
+  const Refuse m_refuse;
+  std::map<std::uint64_t, std::weak_ptr<Session>> m_sessions;  // by id, so oldest first
+  std::uint64_t m_next_id = 0;
+  std::atomic<std::size_t> m_active{0};
+  std::atomic<bool> m_stop_requested{false};
+  std::thread m_thread;
+  // Declared last, destroyed first: the handlers still queued (and the
+  // sessions they hold) go before anything they refer to.
+  asio::io_context m_io;
+  Acceptor m_acceptor{m_io};
+  asio::steady_timer m_accept_retry{m_io};
+};
+
+}  // namespace mullet::net
