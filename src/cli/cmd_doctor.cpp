@@ -10,6 +10,7 @@
 #include "jobs/slots.hpp"
 #include "sandbox/doctor.hpp"
 #include "util/error.hpp"
+#include "util/process.hpp"
 
 namespace mullet::cli {
 namespace {
@@ -21,9 +22,8 @@ sandbox::Check claude_check(const config::Config& config, const std::string& cac
   const bool required = config.string("run.executor") == "claude";
   sandbox::Check check{"Claude Code (the claude executor)", false, false, {}, {}};
   try {
-    const char* path = std::getenv("PATH");
-    const std::string real_path = value_or_throw(
-        executors::claude::resolve_binary(config.string("claude.binary"), path != nullptr ? path : "/usr/bin:/bin"));
+    const std::string real_path =
+        value_or_throw(executors::claude::resolve_binary(config.string("claude.binary"), util::host_path()));
     const auto binary = executors::claude::probe_binary(real_path, cache_dir);
     check.detail = binary.path + " (" + binary.version + ")";
     const auto argv = executors::claude::build_argv(binary.flags, {"settings.json", "{}", 0});

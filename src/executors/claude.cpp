@@ -9,6 +9,7 @@
 #include "executors/claude_stream.hpp"
 #include "executors/progress.hpp"
 #include "util/clock.hpp"
+#include "util/process.hpp"
 #include "util/strings.hpp"
 
 namespace mullet::executors {
@@ -88,9 +89,8 @@ class ClaudeSession final : public WorkerSession {
 
 WorkerSpec ClaudeExecutor::prepare(const TaskContext& task) const {
   const auto& config = task.config;
-  const char* path = std::getenv("PATH");
   const std::string real_path =
-      value_or_throw(claude::resolve_binary(config.string("claude.binary"), path != nullptr ? path : "/usr/bin:/bin"));
+      value_or_throw(claude::resolve_binary(config.string("claude.binary"), util::host_path()));
   const claude::Binary binary = claude::probe_binary(real_path, task.cache_dir);
   const claude::Endpoint endpoint = value_or_throw(claude::parse_endpoint(config.string("claude.base_url")));
 

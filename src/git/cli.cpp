@@ -14,8 +14,7 @@ namespace mullet::git {
 namespace {
 
 std::string git_program() {
-  const char* path = std::getenv("PATH");
-  std::string found = util::find_in_path("git", path != nullptr ? path : "/usr/bin:/bin");
+  std::string found = util::find_in_path("git", util::host_path());
   if (found.empty()) throw failure("git is not installed or not on PATH", "install git (apt-get install git)");
   return found;
 }
@@ -73,18 +72,13 @@ std::vector<std::string> hardened_git_prefix() {
 }
 
 util::Environment hardened_git_environment(const GitCliTarget& target) {
-  const char* path = std::getenv("PATH");
   // Built by construction and emplace, not by assigning literals to
   // env[name]: GCC 12 at -O3 reports a false -Wrestrict inside the inlined
   // std::string assignment.
-  util::Environment env = {{"PATH", path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin"},
-                           {"LC_ALL", "C"},
-                           {"GIT_CONFIG_NOSYSTEM", "1"},
-                           {"GIT_CONFIG_GLOBAL", "/dev/null"},
-                           {"GIT_ATTR_NOSYSTEM", "1"},
-                           {"GIT_TERMINAL_PROMPT", "0"},
-                           {"GIT_NO_REPLACE_OBJECTS", "1"},
-                           {"GIT_DIR", target.git_dir}};
+  util::Environment env = {{"PATH", util::host_path()},     {"LC_ALL", "C"},
+                           {"GIT_CONFIG_NOSYSTEM", "1"},    {"GIT_CONFIG_GLOBAL", "/dev/null"},
+                           {"GIT_ATTR_NOSYSTEM", "1"},      {"GIT_TERMINAL_PROMPT", "0"},
+                           {"GIT_NO_REPLACE_OBJECTS", "1"}, {"GIT_DIR", target.git_dir}};
   if (target.work_tree) env.emplace("GIT_WORK_TREE", *target.work_tree);
   if (!target.alternates.empty()) env.emplace("GIT_ALTERNATE_OBJECT_DIRECTORIES", alternates_value(target.alternates));
   // Keep colours and the terminal width for output the user reads.
@@ -149,10 +143,10 @@ util::ExitStatus run_git_passthrough(const GitCliTarget& target, const std::vect
   options.env = hardened_git_environment(target);
   options.stdout_fd = 1;
   options.stderr_fd = 2;
-  if (!on_stdout) return util::wait_for(util::spawn(options));
+  if (!on_stdout) return util::spawn(options).wait();
   Pipe output = make_pipe();
   options.stdout_fd = output.write_end.get();
-  const pid_t pid = util::spawn(options);
+  util::Child child = util::spawn(options);
   output.write_end.reset();
   char buffer[65536];
   while (true) {
@@ -164,7 +158,7 @@ util::ExitStatus run_git_passthrough(const GitCliTarget& target, const std::vect
     }
   }
   output.read_end.reset();
-  return util::wait_for(pid);
+  return child.wait();
 }
 
 }  // namespace mullet::git

@@ -323,9 +323,7 @@ Snapshot take_snapshot(const Repository& user_repo, const ClonePaths& clone, con
 
 git_oid commit_snapshot(const Repository& user_repo, const git_oid& tree_id, const git_oid& parent_id,
                         const std::string& message) {
-  git_signature* raw_signature = nullptr;
-  check(git_signature_now(&raw_signature, "git-mullet", "git-mullet@localhost"), "cannot make a signature");
-  SignaturePtr signature(raw_signature);
+  const SignaturePtr signature = mullet_signature();
   git_tree* raw_tree = nullptr;
   check(git_tree_lookup(&raw_tree, user_repo.get(), &tree_id), "cannot read the snapshot tree");
   TreePtr tree(raw_tree);

@@ -229,9 +229,7 @@ git_oid JobStore::write_record_commit(const JobRecord& record, const std::map<st
   std::vector<const git_commit*> parent_pointers;
   for (const auto& parent : parents) parent_pointers.push_back(parent.get());
 
-  git_signature* raw_signature = nullptr;
-  check(git_signature_now(&raw_signature, "git-mullet", "git-mullet@localhost"), "cannot make a signature");
-  git::SignaturePtr signature(raw_signature);
+  const git::SignaturePtr signature = git::mullet_signature();
   const std::string message =
       "git-mullet job " + record.id + ": " + state_name(record.state) + "\n\n" + summary_json(record).dump() + "\n";
   git_oid commit_id{};
@@ -304,9 +302,7 @@ bool JobStore::remove(const std::string& id, const git_oid& expected) {
   if (rc == GIT_EMODIFIED) return false;
   check(rc, "cannot delete the job's ref");
 
-  git_signature* raw_signature = nullptr;
-  check(git_signature_now(&raw_signature, "git-mullet", "git-mullet@localhost"), "cannot make a signature");
-  git::SignaturePtr signature(raw_signature);
+  const git::SignaturePtr signature = git::mullet_signature();
   const std::string message = "git-mullet discard " + id;
   check(git_reflog_append(log.get(), &expected, signature.get(), message.c_str()), "cannot record the discard");
   check(git_reflog_write(log.get()), "cannot record the discard");

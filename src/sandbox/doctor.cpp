@@ -39,8 +39,7 @@ Result<std::string> program_version(const std::string& program, const std::strin
 
 Check check_program(const std::string& name, const std::string& program, const std::string& fix, bool required,
                     const std::string& version_flag = "--version") {
-  const char* path = std::getenv("PATH");
-  const std::string found = util::find_in_path(program, path != nullptr ? path : "");
+  const std::string found = util::find_in_path(program, util::host_path());
   Check check{name, !found.empty(), required, {}, fix};
   if (found.empty()) {
     check.detail = program + " not found on PATH";
