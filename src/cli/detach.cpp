@@ -142,7 +142,9 @@ int run_detached(const std::optional<std::string>& task_on_stdin, bool json) {
   options.stderr_fd = err_pipe.write_end.get();
   options.keep_fds = {id_write.get()};
   options.new_session = true;  // no terminal: its hangup and Ctrl-C do not reach the job
-  const pid_t child = util::spawn(options);
+  // Until the job exists, a failure here ends the child with us (the Child's
+  // destructor); once it does, the child is released to run on.
+  util::Child child = util::spawn(options);
   id_write.reset();
   out_pipe.write_end.reset();
   err_pipe.write_end.reset();
@@ -154,10 +156,11 @@ int run_detached(const std::optional<std::string>& task_on_stdin, bool json) {
   bool cancel_passed = false;
   while (id.fd && id.text.find('\n') == std::string::npos) {
     pump({&id, &out, &err}, -1);
-    pass_on_cancel(child, cancel_passed);
+    pass_on_cancel(child.pid(), cancel_passed);
   }
 
   if (const auto newline = id.text.find('\n'); newline != std::string::npos) {
+    child.release();
     // The job exists. What the child said before (warnings) is passed on;
     // from now on it writes to /dev/null and its record keeps everything.
     while (pump({&out, &err}, 0)) {
@@ -176,9 +179,9 @@ int run_detached(const std::optional<std::string>& task_on_stdin, bool json) {
   // The child ended before the job existed: say what it said, end as it did.
   while (out.fd || err.fd) {
     pump({&out, &err}, -1);
-    pass_on_cancel(child, cancel_passed);
+    pass_on_cancel(child.pid(), cancel_passed);
   }
-  const util::ExitStatus status = util::wait_for(child);
+  const util::ExitStatus status = child.wait();
   std::cout << out.text << std::flush;
   std::cerr << err.text << std::flush;
   if (!status.exited()) {

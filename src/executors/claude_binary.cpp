@@ -85,21 +85,19 @@ Binary probe_binary(const std::string& real_path, const std::string& cache_dir) 
     return binary;
   }
 
-  const std::string scratch = util::make_temp_dir("/tmp", "mullet-probe-");
   util::CapturedRun version;
   util::CapturedRun help;
-  try {
-    version = ask(real_path, "--version", scratch);
-    help = ask(real_path, "--help", scratch);
-  } catch (const Error& error) {
-    util::remove_tree(scratch);
-    throw usage_error("the Claude Code binary " + real_path + " does not answer --version and --help: " + error.what(),
-                      "check the installation: run '" + real_path + " --version'");
-  } catch (...) {
-    util::remove_tree(scratch);
-    throw;
+  {
+    util::TempDir scratch("/tmp", "mullet-probe-");
+    try {
+      version = ask(real_path, "--version", scratch.path());
+      help = ask(real_path, "--help", scratch.path());
+    } catch (const Error& error) {
+      throw usage_error(
+          "the Claude Code binary " + real_path + " does not answer --version and --help: " + error.what(),
+          "check the installation: run '" + real_path + " --version'");
+    }
   }
-  util::remove_tree(scratch);
   if (!version.status.success() || !help.status.success()) {
     throw usage_error("the Claude Code binary " + real_path + " does not answer --version and --help (" +
                           (version.status.success() ? help : version).status.describe() + ")",

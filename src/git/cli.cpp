@@ -144,10 +144,10 @@ util::ExitStatus run_git_passthrough(const GitCliTarget& target, const std::vect
   options.env = hardened_git_environment(target);
   options.stdout_fd = 1;
   options.stderr_fd = 2;
-  if (!on_stdout) return util::wait_for(util::spawn(options));
+  if (!on_stdout) return util::spawn(options).wait();
   Pipe output = make_pipe();
   options.stdout_fd = output.write_end.get();
-  const pid_t pid = util::spawn(options);
+  util::Child child = util::spawn(options);
   output.write_end.reset();
   char buffer[65536];
   while (true) {
@@ -159,7 +159,7 @@ util::ExitStatus run_git_passthrough(const GitCliTarget& target, const std::vect
     }
   }
   output.read_end.reset();
-  return util::wait_for(pid);
+  return child.wait();
 }
 
 }  // namespace mullet::git

@@ -16,6 +16,12 @@ void check(int rc, std::string_view what) {
   throw failure(std::string(what) + ": " + last_error_message());
 }
 
+SignaturePtr mullet_signature() {
+  git_signature* raw_signature = nullptr;
+  check(git_signature_now(&raw_signature, "git-mullet", "git-mullet@localhost"), "cannot make a signature");
+  return SignaturePtr(raw_signature);
+}
+
 void initialise_libgit2() {
   static std::once_flag once;
   std::call_once(once, [] {

@@ -32,6 +32,10 @@ using ReferenceIteratorPtr = Owned<git_reference_iterator, git_reference_iterato
 using ReflogPtr = Owned<git_reflog, git_reflog_free>;
 using ConfigPtr = Owned<git_config, git_config_free>;
 
+// The one identity git-mullet signs its own commits and reflog entries with
+// (snapshots, job records, discards), stamped now.
+SignaturePtr mullet_signature();
+
 // Throws mullet::Error with `what` and libgit2's message when rc < 0.
 void check(int rc, std::string_view what);
 // The author and committer of everything git-mullet writes (records,

@@ -162,13 +162,14 @@ PhaseRunner::PhaseRunner(const git::Repository& repo, const config::Config& conf
       m_log(paths.worker_log, worker_log_cap) {}
 
 std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& phase, const SandboxDirs& dirs) {
+  // Declared before the proxy, so that on unwinding the proxy stops first.
+  util::TempDir proxy_dir;
   std::unique_ptr<net::EgressProxy> proxy;
-  std::string proxy_dir;
   std::string socket;
   if (!phase.grants.empty()) {
     // A short path of our own: unix socket paths are limited to 107 bytes.
-    proxy_dir = util::make_temp_dir("/tmp", "mullet-proxy-");
-    socket = proxy_dir + "/proxy.sock";
+    proxy_dir = util::TempDir("/tmp", "mullet-proxy-");
+    socket = proxy_dir.path() + "/proxy.sock";
     proxy = std::make_unique<net::EgressProxy>(phase.grants, socket);
     proxy->start();
   }
@@ -217,7 +218,7 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
     if (events) events->end_phase();
     if (m_echo && phase.session == nullptr) echo_text(echo.finish());
     if (proxy) proxy->stop();
-    if (!proxy_dir.empty()) util::remove_tree(proxy_dir);
+    proxy_dir.remove();
   };
   // The sandbox's processes died with it, so nothing adds a bit back. On the
   // host, nosuid does not apply: a setuid copy of a shell would let any user

@@ -198,7 +198,8 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
 
   const std::uint64_t shared_memory_at_start = host_shared_memory_bytes();
   const std::int64_t started = util::monotonic_ms();
-  const pid_t pid = util::spawn(options);
+  util::Child child = util::spawn(options);
+  const pid_t pid = child.pid();
   report.write_end.reset();
   output.write_end.reset();
   errors.write_end.reset();
@@ -233,7 +234,7 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   auto kill_sandbox = [&](const std::string& reason) {
     if (kill_reason.empty()) {
       kill_reason = reason;
-      ::kill(pid, SIGKILL);
+      child.kill(SIGKILL);
     }
   };
 
@@ -337,7 +338,7 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
     }
   }
   input.write_end.reset();
-  result.status = util::wait_for(pid);
+  result.status = child.wait();
   result.duration_ms = util::monotonic_ms() - started;
 
   if (report_text.rfind("ok\n", 0) != 0 && kill_reason.empty()) {

@@ -411,6 +411,26 @@ std::string make_temp_dir(const std::string& parent, const std::string& prefix) 
   return pattern;
 }
 
+TempDir& TempDir::operator=(TempDir&& other) noexcept {
+  if (this != &other) {
+    remove();
+    m_path = std::move(other.m_path);
+    other.m_path.clear();
+  }
+  return *this;
+}
+
+void TempDir::remove() noexcept {
+  if (m_path.empty()) return;
+  try {
+    remove_tree(m_path);
+  } catch (...) {
+    // A temporary directory left behind is not worth failing (or
+    // terminating) for; the path is under /tmp.
+  }
+  m_path.clear();
+}
+
 UniqueFd open_path_no_symlinks(const std::string& path) {
   if (path.empty() || path[0] != '/') throw refused_error("bind source is not an absolute path: " + path);
   UniqueFd current(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));

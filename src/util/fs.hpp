@@ -57,6 +57,27 @@ std::uint64_t disk_usage(const std::string& path, std::uint64_t stop_after = 0);
 // A fresh private directory under `parent` (mkdtemp); returns its path.
 std::string make_temp_dir(const std::string& parent, const std::string& prefix);
 
+// A fresh private directory (make_temp_dir) whose tree is removed
+// (remove_tree) when this goes away. Move-only; an empty one owns nothing.
+class TempDir {
+ public:
+  TempDir() = default;
+  TempDir(const std::string& parent, const std::string& prefix) : m_path(make_temp_dir(parent, prefix)) {}
+  TempDir(TempDir&& other) noexcept : m_path(std::move(other.m_path)) { other.m_path.clear(); }
+  TempDir& operator=(TempDir&& other) noexcept;
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() { remove(); }
+
+  const std::string& path() const { return m_path; }
+  bool empty() const { return m_path.empty(); }
+  // Removes the tree now; errors are not reported (this runs on unwinding).
+  void remove() noexcept;
+
+ private:
+  std::string m_path;
+};
+
 // Opens `path` (absolute) one component at a time with O_PATH|O_NOFOLLOW, so
 // that no component, the last included, can be a symlink. Throws a refusal
 // naming the component when one is.

@@ -107,7 +107,58 @@ int open_dev_null(int flags) {
 
 }  // namespace
 
-pid_t spawn(const SpawnOptions& options) {
+Child::Child(Child&& other) noexcept : m_pid(other.m_pid), m_leads_group(other.m_leads_group) {
+  other.m_pid = -1;
+}
+
+Child& Child::operator=(Child&& other) noexcept {
+  if (this != &other) {
+    kill_and_reap();
+    m_pid = other.m_pid;
+    m_leads_group = other.m_leads_group;
+    other.m_pid = -1;
+  }
+  return *this;
+}
+
+Child::~Child() {
+  kill_and_reap();
+}
+
+void Child::kill(int signal) const {
+  if (m_pid > 0) ::kill(m_leads_group ? -m_pid : m_pid, signal);
+}
+
+ExitStatus Child::wait() {
+  if (m_pid <= 0) throw failure("internal error: waiting for a process that is not ours");
+  int status = 0;
+  while (::waitpid(m_pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      const int saved = errno;
+      m_pid = -1;
+      throw failure("waitpid failed: " + errno_text(saved));
+    }
+  }
+  m_pid = -1;
+  return decode_wait_status(status);
+}
+
+pid_t Child::release() {
+  const pid_t pid = m_pid;
+  m_pid = -1;
+  return pid;
+}
+
+void Child::kill_and_reap() noexcept {
+  if (m_pid <= 0) return;
+  kill(SIGKILL);
+  int status = 0;
+  while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  m_pid = -1;
+}
+
+Child spawn(const SpawnOptions& options) {
   if (options.argv.empty()) throw failure("internal error: spawn without a program");
 
   std::vector<std::string> env_strings;
@@ -199,7 +250,7 @@ pid_t spawn(const SpawnOptions& options) {
     const std::string step = message.substr(0, colon);
     throw failure("cannot start " + options.argv[0] + " (" + step + "): " + errno_text(error_number));
   }
-  return pid;
+  return Child(pid, options.new_session);
 }
 
 std::string ExitStatus::describe() const {
@@ -218,14 +269,6 @@ ExitStatus decode_wait_status(int status) {
   return result;
 }
 
-ExitStatus wait_for(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw failure("waitpid failed: " + errno_text(errno));
-  }
-  return decode_wait_status(status);
-}
-
 void force_fd_walk_for_tests(bool on) {
   force_fd_walk = on;
 }
@@ -240,7 +283,7 @@ CapturedRun run_capture(SpawnOptions options, const std::string& input, const Ca
   options.stdout_fd = out.write_end.get();
   options.stderr_fd = err.write_end.get();
   const std::int64_t started = monotonic_ms();
-  const pid_t pid = spawn(options);
+  Child child = spawn(options);
   in.read_end.reset();
   out.write_end.reset();
   err.write_end.reset();
@@ -277,12 +320,8 @@ CapturedRun run_capture(SpawnOptions options, const std::string& input, const Ca
     }
     const int ready = ::poll(fds, count, timeout_ms);
     if (ready < 0 && errno != EINTR) {
-      const int saved = errno;
-      if (bounded) {
-        ::kill(-pid, SIGKILL);
-        wait_for(pid);
-      }
-      throw failure("poll failed: " + errno_text(saved));
+      // The Child kills (its group, when bounded) and reaps on the way out.
+      throw failure("poll failed: " + errno_text(errno));
     }
     if (limits.deadline_seconds > 0 && monotonic_ms() - started >= limits.deadline_seconds * 1000LL) {
       stopped = "timed out after " + std::to_string(limits.deadline_seconds) + " s";
@@ -290,7 +329,7 @@ CapturedRun run_capture(SpawnOptions options, const std::string& input, const Ca
       stopped = "was stopped: git-mullet was interrupted (SIGINT or SIGTERM)";
     }
     if (!stopped.empty()) {
-      ::kill(-pid, SIGKILL);
+      child.kill(SIGKILL);
       break;
     }
     if (ready <= 0) continue;
@@ -317,7 +356,7 @@ CapturedRun run_capture(SpawnOptions options, const std::string& input, const Ca
   // not wait for it.
   out.read_end.reset();
   err.read_end.reset();
-  run.status = wait_for(pid);
+  run.status = child.wait();
   if (!stopped.empty()) throw failure(options.argv[0] + " " + stopped);
   return run;
 }

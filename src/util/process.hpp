@@ -41,10 +41,6 @@ struct SpawnOptions {
   void* child_setup_data = nullptr;
 };
 
-// Starts the child and returns its pid. Throws mullet::Error when the program
-// cannot be started (the message names it).
-pid_t spawn(const SpawnOptions& options);
-
 struct ExitStatus {
   int code = -1;   // exit code when exited
   int signal = 0;  // terminating signal, 0 when exited
@@ -54,8 +50,40 @@ struct ExitStatus {
 };
 
 ExitStatus decode_wait_status(int status);
-// Blocks until pid ends.
-ExitStatus wait_for(pid_t pid);
+
+// A started process we are responsible for. Unless it was waited for or
+// released, destruction kills it (its whole process group when it leads a
+// session of its own) and reaps it, so an exception between spawn and wait
+// leaves nothing running. Move-only; a moved-from Child is inert.
+class Child {
+ public:
+  Child() = default;
+  Child(pid_t pid, bool leads_group) : m_pid(pid), m_leads_group(leads_group) {}
+  Child(Child&& other) noexcept;
+  Child& operator=(Child&& other) noexcept;
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  ~Child();
+
+  pid_t pid() const { return m_pid; }
+  explicit operator bool() const { return m_pid > 0; }
+  // Sends `signal` to the process, or to its process group when it leads one.
+  void kill(int signal) const;
+  // Blocks until it ends and reaps it; the Child is inert afterwards.
+  ExitStatus wait();
+  // Stops owning the process (it runs on, unwatched) and returns its pid.
+  pid_t release();
+
+ private:
+  void kill_and_reap() noexcept;
+
+  pid_t m_pid = -1;
+  bool m_leads_group = false;
+};
+
+// Starts the child. Throws mullet::Error when the program cannot be started
+// (the message names it).
+Child spawn(const SpawnOptions& options);
 
 struct CapturedRun {
   ExitStatus status;
@@ -85,6 +113,11 @@ inline constexpr int probe_deadline_seconds = 15;
 // Test hook: makes spawn() skip close_range() and walk /proc/self/fd, as on
 // a kernel without it.
 void force_fd_walk_for_tests(bool on);
+
+// The host's PATH, for finding programs and for the environments we build:
+// $PATH as set, or when it is unset the one fallback below.
+inline constexpr const char* fallback_path = "/usr/local/bin:/usr/bin:/bin";
+std::string host_path();
 
 // The directories in PATH searched for `program`; empty when not found.
 std::string find_in_path(const std::string& program, const std::string& path_value);

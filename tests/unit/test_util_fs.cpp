@@ -506,3 +506,24 @@ TEST_CASE("make_private_dirs makes and tightens 0700 directories and refuses sym
     CHECK(mode_of(base / "theirs") == 0755);
   }
 }
+
+TEST_CASE("TempDir removes its tree, once, and a moved-from one owns nothing") {
+  std::string path;
+  {
+    mullet::util::TempDir dir("/tmp", "mullet-unit-temp-");
+    path = dir.path();
+    CHECK(path.rfind("/tmp/mullet-unit-temp-", 0) == 0);
+    CHECK(mullet::util::is_directory(path));
+    mullet::util::make_dirs(path + "/a/b");
+    mullet::util::write_file(path + "/a/b/file", "x");
+    mullet::util::TempDir moved = std::move(dir);
+    CHECK(dir.empty());
+    CHECK(moved.path() == path);
+  }
+  CHECK(!mullet::util::exists(path));
+  mullet::util::TempDir early("/tmp", "mullet-unit-temp-");
+  const std::string early_path = early.path();
+  early.remove();
+  CHECK(early.empty());
+  CHECK(!mullet::util::exists(early_path));
+}

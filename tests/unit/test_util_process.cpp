@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -174,4 +175,64 @@ TEST_CASE("a spawned child inherits no descriptor but 0-2 and the kept ones") {
     CHECK(seen.find("202 " + kept.path) != std::string::npos);
     CHECK(seen.find("201 ") == std::string::npos);
   }
+}
+
+TEST_CASE("a Child that goes away unwaited is killed and reaped") {
+  pid_t pid = -1;
+  {
+    mullet::util::Child child = mullet::util::spawn(shell("exec sleep 1000"));
+    pid = child.pid();
+    REQUIRE(pid > 0);
+    // Still running: nothing has reaped it.
+    int status = 0;
+    CHECK(::waitpid(pid, &status, WNOHANG) == 0);
+  }
+  // Reaped by the destructor: it is no child of ours any more.
+  int status = 0;
+  CHECK(::waitpid(pid, &status, WNOHANG) == -1);
+  CHECK(errno == ECHILD);
+}
+
+TEST_CASE("a moved-from Child is inert; wait() reaps and disarms") {
+  mullet::util::Child target;
+  CHECK(!target);
+  pid_t pid = -1;
+  {
+    mullet::util::Child source = mullet::util::spawn(shell("exec sleep 1000"));
+    pid = source.pid();
+    target = std::move(source);
+    CHECK(!source);
+    CHECK(source.pid() == -1);
+  }
+  // The moved-from one's destruction did not touch the process.
+  int status = 0;
+  CHECK(::waitpid(pid, &status, WNOHANG) == 0);
+  CHECK(target.pid() == pid);
+  target.kill(SIGTERM);
+  const mullet::util::ExitStatus ended = target.wait();
+  CHECK(ended.signal == SIGTERM);
+  CHECK(!target);
+}
+
+TEST_CASE("a released Child runs on") {
+  pid_t pid = -1;
+  {
+    mullet::util::Child child = mullet::util::spawn(shell("exec sleep 1000"));
+    pid = child.release();
+    CHECK(!child);
+  }
+  int status = 0;
+  CHECK(::waitpid(pid, &status, WNOHANG) == 0);
+  ::kill(pid, SIGKILL);
+  CHECK(::waitpid(pid, &status, 0) == pid);
+}
+
+TEST_CASE("host_path is $PATH, or the one fallback when it is unset") {
+  const char* saved = std::getenv("PATH");
+  const std::string before = saved != nullptr ? saved : "";
+  ::setenv("PATH", "/a:/b", 1);
+  CHECK(mullet::util::host_path() == "/a:/b");
+  ::unsetenv("PATH");
+  CHECK(mullet::util::host_path() == mullet::util::fallback_path);
+  if (saved != nullptr) ::setenv("PATH", before.c_str(), 1);
 }
