@@ -47,10 +47,4 @@ git_oid oid_from_string(const std::string& hex) {
   return oid;
 }
 
-SignaturePtr mullet_signature() {
-  git_signature* raw = nullptr;
-  check(git_signature_now(&raw, "git-mullet", "git-mullet@localhost"), "cannot make a signature");
-  return SignaturePtr(raw);
-}
-
 }  // namespace mullet::git

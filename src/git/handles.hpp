@@ -38,9 +38,6 @@ SignaturePtr mullet_signature();
 
 // Throws mullet::Error with `what` and libgit2's message when rc < 0.
 void check(int rc, std::string_view what);
-// The author and committer of everything git-mullet writes (records,
-// snapshots, reflog entries), dated now.
-SignaturePtr mullet_signature();
 std::string last_error_message();
 
 // Once per process: initialise libgit2 with every configuration search path
