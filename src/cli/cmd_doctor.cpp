@@ -16,14 +16,14 @@ namespace mullet::cli {
 namespace {
 
 // Which Claude Code a job would run, and whether it has every flag we rely on.
-sandbox::Check claude_check(const config::Config& config, const std::string& cache_dir) {
+sandbox::Check claude_check(const config::Settings& settings, const std::string& cache_dir) {
   // A missing binary fails claude jobs before anything runs (exit 2); a
   // binary without a flag we rely on makes them refused, like a broken wall.
-  const bool required = config.string("run.executor") == "claude";
+  const bool required = settings.run.executor == "claude";
   sandbox::Check check{"Claude Code (the claude executor)", false, false, {}, {}};
   try {
     const std::string real_path =
-        value_or_throw(executors::claude::resolve_binary(config.string("claude.binary"), util::host_path()));
+        value_or_throw(executors::claude::resolve_binary(settings.claude.binary, util::host_path()));
     const auto binary = executors::claude::probe_binary(real_path, cache_dir);
     check.detail = binary.path + " (" + binary.version + ")";
     const auto argv = executors::claude::build_argv(binary.flags, {"settings.json", "{}", 0});
@@ -42,11 +42,12 @@ sandbox::Check claude_check(const config::Config& config, const std::string& cac
 }
 
 // As root, which host uids jobs' sandboxes run as.
-std::optional<sandbox::Check> sandbox_user_check(const config::Config& config, std::optional<uid_t>& probe_uid) {
+std::optional<sandbox::Check> sandbox_user_check(const config::SandboxSettings& sandbox,
+                                                 std::optional<uid_t>& probe_uid) {
   if (::geteuid() != 0) return std::nullopt;
   sandbox::Check check{"sandbox users", false, true, {}, {}};
   try {
-    const auto range = jobs::sandbox_uid_range(config);
+    const auto range = jobs::sandbox_uid_range(sandbox);
     probe_uid = range.first;
     check.ok = true;
     check.detail = "git-mullet runs as root: each running job's sandboxes get a host uid of their own, from " +
@@ -71,21 +72,21 @@ int doctor(bool json) {
   }
   std::optional<git_oid> base;
   if (repo && git_repository_head_unborn(repo->get()) != 1) base = repo->head_commit();
-  const auto config = load_config(repo ? &*repo : nullptr, base);
+  const config::Settings settings = load_config(repo ? &*repo : nullptr, base).settings();
   std::optional<uid_t> probe_uid;
-  const auto user_check = sandbox_user_check(config, probe_uid);
+  const auto user_check = sandbox_user_check(settings.sandbox, probe_uid);
   auto checks = sandbox::run_doctor_checks(probe_uid);
   if (user_check) checks.push_back(*user_check);
-  checks.push_back(claude_check(config, repo ? jobs::jobs_directory(*repo) : std::string()));
+  checks.push_back(claude_check(settings, repo ? jobs::jobs_directory(*repo) : std::string()));
 
-  nlohmann::json worker_grants = config.list("network.worker");
-  if (config.string("run.executor") == "claude") {
-    if (const auto endpoint = executors::claude::parse_endpoint(config.string("claude.base_url"))) {
+  nlohmann::json worker_grants = settings.network.worker;
+  if (settings.run.executor == "claude") {
+    if (const auto endpoint = executors::claude::parse_endpoint(settings.claude.base_url)) {
       worker_grants.push_back(endpoint->grant());
     }
   }
   const nlohmann::json grants = {
-      {"setup", config.list("network.setup")}, {"worker", worker_grants}, {"gates", nlohmann::json::array()}};
+      {"setup", settings.network.setup}, {"worker", worker_grants}, {"gates", nlohmann::json::array()}};
   bool required_ok = true;
   for (const auto& check : checks) required_ok = required_ok && (check.ok || !check.required);
   if (json) {

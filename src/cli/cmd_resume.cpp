@@ -24,7 +24,7 @@ int resume(const ResumeOptions& options) {
   jobs::RunRequest request;
   request.gates = jobs::restore_run_flags(job.record, config, jobs::local_run_flags(repo, job.record.id));
   request.show_worker_output = !options.quiet && !options.json;
-  const auto outcome = jobs::resume_job(repo, config, job.record.id, request);
+  const auto outcome = jobs::resume_job(repo, config.settings(), job.record.id, request);
   print_run_outcome(outcome, options.json);
   return static_cast<int>(outcome.exit_code);
 }

@@ -104,8 +104,9 @@ int run(const RunOptions& options) {
     if (auto message = config::check_gate(gates.back()); !message.empty()) throw usage_error("--gate: " + message);
   }
 
+  const config::Settings settings = config.settings();
   if (options.dry_run) {
-    const auto plans = jobs::job_plans(repo, config, "NEW-JOB", prompt, gates);
+    const auto plans = jobs::job_plans(repo, settings, "NEW-JOB", prompt, gates);
     if (options.json) {
       nlohmann::json phases = nlohmann::json::array();
       for (const auto& plan : plans) phases.push_back(sandbox::to_json(plan));
@@ -125,12 +126,13 @@ int run(const RunOptions& options) {
   request.base = base;
   request.show_worker_output = !options.quiet && !options.json;
   request.gates = gates;
+  request.run_flags = jobs::run_flags_json(config, gates);
   if (report_id) {
     // Detached: nobody watches its stderr, and nobody reads what it prints.
     request.show_worker_output = false;
     request.on_created = report_id;
   }
-  const auto outcome = jobs::run_job(repo, config, request);
+  const auto outcome = jobs::run_job(repo, settings, request);
   if (report_id) return static_cast<int>(outcome.exit_code);
   print_run_outcome(outcome, options.json);
   return static_cast<int>(outcome.exit_code);

@@ -1,11 +1,14 @@
 #include "config/config.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string_view>
+#include <utility>
 
 #include <toml++/toml.h>
 
@@ -50,6 +53,10 @@ constexpr Bounds items(std::size_t count, std::size_t bytes_each) {
   return {0, 0, false, bytes_each, count};
 }
 
+// Where a key's value goes in Settings. Each conversion checks the value
+// against its field's type (the schema's bounds already keep it in range).
+using Apply = void (*)(Settings& settings, const Value& value);
+
 struct KeySpec {
   const char* key;
   Kind kind;
@@ -57,63 +64,112 @@ struct KeySpec {
   Value default_value;
   Bounds bounds;
   const char* help;
+  Apply apply;
 };
+
+const std::string& text_of(const Value& value) {
+  return std::get<std::string>(value);
+}
+const std::vector<std::string>& list_of(const Value& value) {
+  return std::get<std::vector<std::string>>(value);
+}
+template <typename Integer>
+Integer integer_of(const Value& value) {
+  const std::int64_t number = std::get<std::int64_t>(value);
+  if (!std::in_range<Integer>(number)) throw failure(std::to_string(number) + " does not fit its field");
+  return static_cast<Integer>(number);
+}
+std::chrono::seconds seconds_of(const Value& value) {
+  return std::chrono::seconds(integer_of<std::int64_t>(value));
+}
+Mebibytes mebibytes_of(const Value& value) {
+  const auto count = integer_of<std::uint64_t>(value);
+  if (count > (std::numeric_limits<std::uint64_t>::max() >> 20U)) throw failure("too many MiB to count in bytes");
+  return Mebibytes(count);
+}
+double number_of(const Value& value) {
+  return std::get<double>(value);
+}
 
 const std::vector<KeySpec>& schema() {
   static const std::vector<KeySpec> keys = {
       {"run.executor", Kind::string, RepoRule::user_only, std::string("claude"), text(name_bytes),
-       "worker: claude or command"},
+       "worker: claude or command",
+       [](Settings& settings, const Value& value) { settings.run.executor = text_of(value); }},
       {"run.command", Kind::string, RepoRule::user_only, std::string(), text(command_bytes),
-       "shell command for the command executor"},
+       "shell command for the command executor",
+       [](Settings& settings, const Value& value) { settings.run.command = text_of(value); }},
       {"run.setup", Kind::string, RepoRule::free, std::string(), text(command_bytes),
-       "shell command run once in the clone before the worker, with the setup grants"},
+       "shell command run once in the clone before the worker, with the setup grants",
+       [](Settings& settings, const Value& value) { settings.run.setup = text_of(value); }},
       {"run.dependency_dirs", Kind::list, RepoRule::free,
        std::vector<std::string>{"node_modules", "vendor", ".venv", "target", "build"}, items(list_items, name_bytes),
-       "top-level directories that setup fills: read-only afterwards, never in the result"},
+       "top-level directories that setup fills: read-only afterwards, never in the result",
+       [](Settings& settings, const Value& value) { settings.run.dependency_dirs = list_of(value); }},
       {"sandbox.env", Kind::list, RepoRule::narrow_list, std::vector<std::string>{}, items(list_items, name_bytes),
-       "extra environment variable names let into sandboxes"},
+       "extra environment variable names let into sandboxes",
+       [](Settings& settings, const Value& value) { settings.sandbox.env = list_of(value); }},
       // 0x70000000: far above users, system services and the container ranges
       // (systemd leaves 0x70000000..0x7ffdffff unassigned). 0 is root and
-      // 2^32-1 is (uid_t)-1, "no change" to setresuid; run_job checks that the
-      // whole range stays below it.
+      // 2^32-1 is (uid_t)-1, "no change" to setresuid; jobs/slots.cpp checks
+      // that the whole range stays below it.
       {"sandbox.uid", Kind::integer, RepoRule::user_only, std::int64_t{1879048192}, between(1, 4294967294LL),
-       "first host uid of the range sandboxes run as when git-mullet runs as root (one uid per running job)"},
+       "first host uid of the range sandboxes run as when git-mullet runs as root (one uid per running job)",
+       [](Settings& settings, const Value& value) { settings.sandbox.uid = integer_of<uid_t>(value); }},
       {"sandbox.uid_count", Kind::integer, RepoRule::user_only, std::int64_t{1024}, between(1, 1LL << 20),
-       "how many host uids that range has: as many jobs may run at once as root"},
+       "how many host uids that range has: as many jobs may run at once as root",
+       [](Settings& settings, const Value& value) { settings.sandbox.uid_count = integer_of<std::uint32_t>(value); }},
       {"network.setup", Kind::list, RepoRule::narrow_list, std::vector<std::string>{}, items(list_items, name_bytes),
-       "host:port destinations the setup phase may reach"},
+       "host:port destinations the setup phase may reach",
+       [](Settings& settings, const Value& value) { settings.network.setup = list_of(value); }},
       {"network.worker", Kind::list, RepoRule::narrow_list, std::vector<std::string>{}, items(list_items, name_bytes),
-       "host:port destinations the worker may reach"},
+       "host:port destinations the worker may reach",
+       [](Settings& settings, const Value& value) { settings.network.worker = list_of(value); }},
       {"claude.binary", Kind::string, RepoRule::user_only, std::string("claude"), text(name_bytes),
-       "the Claude Code binary"},
+       "the Claude Code binary",
+       [](Settings& settings, const Value& value) { settings.claude.binary = text_of(value); }},
       {"claude.base_url", Kind::string, RepoRule::user_only, std::string("https://api.anthropic.com"), text(name_bytes),
-       "the worker's API endpoint"},
+       "the worker's API endpoint",
+       [](Settings& settings, const Value& value) { settings.claude.base_url = text_of(value); }},
       {"claude.allow_bash", Kind::list, RepoRule::narrow_list, std::vector<std::string>{},
-       items(list_items, name_bytes), "Bash command patterns the worker may run"},
+       items(list_items, name_bytes), "Bash command patterns the worker may run",
+       [](Settings& settings, const Value& value) { settings.claude.allow_bash = list_of(value); }},
       {"run.attempts", Kind::integer, RepoRule::lower_only, std::int64_t{1}, between(1, 100),
-       "worker runs per job: a failed gate sends the worker back while attempts remain"},
+       "worker runs per job: a failed gate sends the worker back while attempts remain",
+       [](Settings& settings, const Value& value) { settings.run.attempts = integer_of<int>(value); }},
       {"run.max_parallel", Kind::integer, RepoRule::user_only, std::int64_t{0}, between(0, 1024),
-       "jobs that may run at once in one repository (0: no cap); more wait for a slot"},
+       "jobs that may run at once in one repository (0: no cap); more wait for a slot",
+       [](Settings& settings, const Value& value) { settings.run.max_parallel = integer_of<int>(value); }},
       {"limits.timeout", Kind::integer, RepoRule::lower_only, std::int64_t{3600}, between(1, max_seconds),
-       "wall-clock seconds per phase"},
+       "wall-clock seconds per phase",
+       [](Settings& settings, const Value& value) { settings.limits.timeout = seconds_of(value); }},
       {"limits.job_timeout", Kind::integer, RepoRule::lower_only, std::int64_t{14400}, between(1, max_seconds),
-       "wall-clock seconds for the whole job, every attempt and gate included"},
+       "wall-clock seconds for the whole job, every attempt and gate included",
+       [](Settings& settings, const Value& value) { settings.limits.job_timeout = seconds_of(value); }},
       {"limits.gate_timeout", Kind::integer, RepoRule::lower_only, std::int64_t{1800}, between(1, max_seconds),
-       "wall-clock seconds per gate, unless the gate sets its own (lower) timeout"},
+       "wall-clock seconds per gate, unless the gate sets its own (lower) timeout",
+       [](Settings& settings, const Value& value) { settings.limits.gate_timeout = seconds_of(value); }},
       {"limits.turns", Kind::integer, RepoRule::lower_only, std::int64_t{200}, between(1, 1000000),
-       "the worker's turns per attempt (Claude Code)"},
+       "the worker's turns per attempt (Claude Code)",
+       [](Settings& settings, const Value& value) { settings.limits.turns = integer_of<std::int64_t>(value); }},
       {"limits.cost_usd", Kind::number, RepoRule::lower_only, 20.0, above(0, 1e6),
-       "the worker's API cost per attempt in USD (Claude Code)"},
+       "the worker's API cost per attempt in USD (Claude Code)",
+       [](Settings& settings, const Value& value) { settings.limits.cost_usd = number_of(value); }},
       {"limits.inactivity", Kind::integer, RepoRule::lower_only, std::int64_t{1800}, between(1, max_seconds),
-       "seconds without output before a phase is stopped"},
+       "seconds without output before a phase is stopped",
+       [](Settings& settings, const Value& value) { settings.limits.inactivity = seconds_of(value); }},
       {"limits.memory_mb", Kind::integer, RepoRule::lower_only, std::int64_t{8192}, between(1, max_mebibytes),
-       "memory cap per sandbox (MiB)"},
+       "memory cap per sandbox (MiB)",
+       [](Settings& settings, const Value& value) { settings.limits.memory_mb = mebibytes_of(value); }},
       {"limits.processes", Kind::integer, RepoRule::lower_only, std::int64_t{1024}, between(1, 1LL << 20),
-       "process cap per sandbox"},
+       "process cap per sandbox",
+       [](Settings& settings, const Value& value) { settings.limits.processes = integer_of<std::uint32_t>(value); }},
       {"limits.disk_mb", Kind::integer, RepoRule::lower_only, std::int64_t{10240}, between(1, max_mebibytes),
-       "disk the worker may fill in its clone and home (MiB)"},
+       "disk the worker may fill in its clone and home (MiB)",
+       [](Settings& settings, const Value& value) { settings.limits.disk_mb = mebibytes_of(value); }},
       {"limits.file_mb", Kind::integer, RepoRule::lower_only, std::int64_t{100}, between(1, max_mebibytes),
-       "largest file the result may record (MiB); larger ones are left out"},
+       "largest file the result may record (MiB); larger ones are left out",
+       [](Settings& settings, const Value& value) { settings.limits.file_mb = mebibytes_of(value); }},
   };
   return keys;
 }
@@ -445,20 +501,18 @@ const Entry& Config::entry(const std::string& key) const {
   if (found == m_entries.end()) throw failure("internal error: unknown configuration key " + key);
   return found->second;
 }
-const std::string& Config::string(const std::string& key) const {
-  return std::get<std::string>(entry(key).value);
-}
-const std::vector<std::string>& Config::list(const std::string& key) const {
-  return std::get<std::vector<std::string>>(entry(key).value);
-}
-std::int64_t Config::integer(const std::string& key) const {
-  return std::get<std::int64_t>(entry(key).value);
-}
-double Config::number(const std::string& key) const {
-  return std::get<double>(entry(key).value);
-}
-bool Config::boolean(const std::string& key) const {
-  return std::get<bool>(entry(key).value);
+
+Settings Config::settings() const {
+  Settings settings;
+  for (const auto& spec : schema()) {
+    try {
+      spec.apply(settings, entry(spec.key).value);
+    } catch (const std::exception& error) {
+      throw failure("internal error: configuration key " + std::string(spec.key) + ": " + error.what());
+    }
+  }
+  settings.gates = m_gates;
+  return settings;
 }
 
 std::vector<Problem> Config::merge_toml(const std::string& text, const std::string& file_label, Source source) {

@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "config/settings.hpp"
 #include "util/error.hpp"
 
 namespace mullet::config {
@@ -25,13 +26,6 @@ struct Entry {
   Value value;
   Source source = Source::built_in;
   std::string origin;  // "built-in", "FILE:LINE" or "--flag"
-};
-
-struct Gate {
-  std::string name;
-  std::string command;
-  std::int64_t timeout_seconds = 0;  // 0: the phase limit applies
-  std::string origin;
 };
 
 // A configuration file larger than this is refused unread (user file) or
@@ -54,11 +48,11 @@ class Config {
   // Built-in defaults for every key.
   Config();
 
-  const std::string& string(const std::string& key) const;
-  const std::vector<std::string>& list(const std::string& key) const;
-  std::int64_t integer(const std::string& key) const;
-  double number(const std::string& key) const;
-  bool boolean(const std::string& key) const;
+  // The merged values as types, each checked again against its field's type.
+  Settings settings() const;
+
+  // Each key's value and where it came from (`git mullet config`, the flags
+  // a job records).
   const Entry& entry(const std::string& key) const;
   const std::map<std::string, Entry>& entries() const { return m_entries; }
   const std::vector<Gate>& gates() const { return m_gates; }
@@ -70,7 +64,6 @@ class Config {
   // A flag given on the command line (or replayed from a job's record); the
   // same checks as a file's value. Throws a usage error for a bad value.
   void set_from_flag(const std::string& key, Value value, const std::string& flag);
-  void add_gate(Gate gate) { m_gates.push_back(std::move(gate)); }
 
   // The effective configuration as TOML-like lines with where each came from.
   std::string describe() const;

@@ -88,25 +88,24 @@ class ClaudeSession final : public WorkerSession {
 }  // namespace
 
 WorkerSpec ClaudeExecutor::prepare(const TaskContext& task) const {
-  const auto& config = task.config;
-  const std::string real_path =
-      value_or_throw(claude::resolve_binary(config.string("claude.binary"), util::host_path()));
+  const auto& settings = task.settings;
+  const std::string real_path = value_or_throw(claude::resolve_binary(settings.claude.binary, util::host_path()));
   const claude::Binary binary = claude::probe_binary(real_path, task.cache_dir);
-  const claude::Endpoint endpoint = value_or_throw(claude::parse_endpoint(config.string("claude.base_url")));
+  const claude::Endpoint endpoint = value_or_throw(claude::parse_endpoint(settings.claude.base_url));
 
   const std::string settings_path = std::string(files_inside) + "/" + claude::settings_name;
   WorkerSpec spec;
-  spec.command = value_or_throw(claude::build_argv(
-      binary.flags, {settings_path, claude::result_schema().dump(), config.number("limits.cost_usd")}));
-  spec.files.push_back({claude::settings_name,
-                        claude::build_settings({config.list("claude.allow_bash"), config.list("run.dependency_dirs"),
-                                                sandbox::inside::work_tree, sandbox::inside::home})
-                                .dump(2) +
-                            "\n"});
+  spec.command = value_or_throw(
+      claude::build_argv(binary.flags, {settings_path, claude::result_schema().dump(), settings.limits.cost_usd}));
+  spec.files.push_back(
+      {claude::settings_name, claude::build_settings({settings.claude.allow_bash, settings.run.dependency_dirs,
+                                                      sandbox::inside::work_tree, sandbox::inside::home})
+                                      .dump(2) +
+                                  "\n"});
   spec.mounts.push_back({sandbox::MountKind::read_only_bind, binary.path, claude::binary_inside});
   spec.grants.push_back(endpoint.grant());
   spec.env = {
-      {"ANTHROPIC_BASE_URL", config.string("claude.base_url")},
+      {"ANTHROPIC_BASE_URL", settings.claude.base_url},
       {"CLAUDE_CONFIG_DIR", claude::config_dir_inside},
       {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"},
       {"DISABLE_AUTOUPDATER", "1"},
@@ -116,7 +115,7 @@ WorkerSpec ClaudeExecutor::prepare(const TaskContext& task) const {
       // endpoint; two retries still ride out a brief overload.
       {"CLAUDE_CODE_MAX_RETRIES", "2"},
   };
-  spec.stdin_data = claude::build_prompt({task.prompt, config.list("claude.allow_bash"), sandbox::inside::work_tree});
+  spec.stdin_data = claude::build_prompt({task.prompt, settings.claude.allow_bash, sandbox::inside::work_tree});
   spec.structured_stdout = true;
   spec.record = {"claude", binary.path, binary.version};
   return spec;

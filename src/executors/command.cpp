@@ -5,7 +5,7 @@
 namespace mullet::executors {
 
 WorkerSpec CommandExecutor::prepare(const TaskContext& task) const {
-  const std::string& command = task.config.string("run.command");
+  const std::string& command = task.settings.run.command;
   if (command.empty()) {
     throw usage_error("the command executor needs a command",
                       "pass --command CMD, or set [run] command in your config");

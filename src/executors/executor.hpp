@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "config/config.hpp"
+#include "config/settings.hpp"
 #include "executors/report.hpp"
 #include "sandbox/plan.hpp"
 #include "sandbox/runner.hpp"
@@ -20,7 +20,7 @@ inline constexpr const char* files_inside = "/mullet/etc";
 
 struct TaskContext {
   std::string prompt;
-  const config::Config& config;
+  const config::Settings& settings;
   // A directory of ours that outlives jobs, where an executor may cache what
   // it learned about its binary (the jobs directory).
   std::string cache_dir;

@@ -76,23 +76,23 @@ void BoundedLog::end_phase() {
   m_left_out = 0;
 }
 
-PhaseSpec setup_phase(const config::Config& config) {
+PhaseSpec setup_phase(const config::Settings& settings) {
   PhaseSpec phase;
   phase.name = "setup";
-  phase.command = {"/bin/sh", "-c", config.string("run.setup")};
-  phase.grants = config.list("network.setup");
-  phase.wall_seconds = config.integer("limits.timeout");
+  phase.command = {"/bin/sh", "-c", settings.run.setup};
+  phase.grants = settings.network.setup;
+  phase.wall_limit = settings.limits.timeout;
   return phase;
 }
 
-PhaseSpec worker_phase(const config::Config& config, const JobPaths& paths, const executors::WorkerSpec& spec) {
+PhaseSpec worker_phase(const config::Settings& settings, const JobPaths& paths, const executors::WorkerSpec& spec) {
   PhaseSpec phase;
   phase.name = "worker";
   phase.command = spec.command;
   phase.env = spec.env;
   phase.mounts = spec.mounts;
   phase.stdin_data = spec.stdin_data;
-  phase.grants = config.list("network.worker");
+  phase.grants = settings.network.worker;
   for (const auto& grant : spec.grants) {
     if (std::find(phase.grants.begin(), phase.grants.end(), grant) == phase.grants.end()) phase.grants.push_back(grant);
   }
@@ -100,23 +100,23 @@ PhaseSpec worker_phase(const config::Config& config, const JobPaths& paths, cons
     phase.mounts.push_back({sandbox::MountKind::read_only_bind, paths.executor_files, executors::files_inside});
   }
   phase.structured_stdout = spec.structured_stdout;
-  phase.wall_seconds = config.integer("limits.timeout");
+  phase.wall_limit = settings.limits.timeout;
   return phase;
 }
 
-PhaseSpec gate_phase(const config::Config& config, const config::Gate& gate) {
-  std::int64_t wall_seconds = config.integer("limits.gate_timeout");
+PhaseSpec gate_phase(const config::Settings& settings, const config::Gate& gate) {
+  std::chrono::seconds wall_limit = settings.limits.gate_timeout;
   // A gate's own timeout may only lower the configured one.
-  if (gate.timeout_seconds > 0) wall_seconds = std::min(wall_seconds, gate.timeout_seconds);
+  if (gate.timeout_seconds > 0) wall_limit = std::min(wall_limit, std::chrono::seconds(gate.timeout_seconds));
   PhaseSpec phase;
   phase.name = "gate:" + gate.name;
   phase.command = {"/bin/sh", "-c", gate.command};
   // A gate runs code the worker wrote: never any network.
-  phase.wall_seconds = wall_seconds;
+  phase.wall_limit = wall_limit;
   return phase;
 }
 
-sandbox::Plan plan_for(const git::Repository& repo, const config::Config& config, const JobPaths& paths,
+sandbox::Plan plan_for(const git::Repository& repo, const config::Settings& settings, const JobPaths& paths,
                        const SandboxDirs& dirs, const PhaseSpec& phase, const std::string& proxy_socket,
                        const std::optional<UidRange>& uids) {
   sandbox::PolicyInputs in;
@@ -135,12 +135,13 @@ sandbox::Plan plan_for(const git::Repository& repo, const config::Config& config
   in.tmp_name = "mullet-" + util::random_hex(4);
   in.root_entries = sandbox::scan_host_root();
   in.host_env = sandbox::current_environment();
-  in.extra_env_names = config.list("sandbox.env");
+  in.extra_env_names = settings.sandbox.env;
   in.executor_env = phase.env;
   in.executor_mounts = phase.mounts;
   in.command = phase.command;
-  in.limits = {phase.wall_seconds, config.integer("limits.inactivity"), config.integer("limits.memory_mb"),
-               config.integer("limits.processes"), config.integer("limits.disk_mb")};
+  const config::LimitsSettings& limits = settings.limits;
+  in.limits = {phase.wall_limit.count(), limits.inactivity.count(), static_cast<std::int64_t>(limits.memory_mb.count()),
+               limits.processes, static_cast<std::int64_t>(limits.disk_mb.count())};
   in.network = {phase.grants, proxy_socket};
   in.feeds_stdin = !phase.stdin_data.empty();
   if (uids) {
@@ -152,10 +153,10 @@ sandbox::Plan plan_for(const git::Repository& repo, const config::Config& config
   return plan;
 }
 
-PhaseRunner::PhaseRunner(const git::Repository& repo, const config::Config& config, const JobPaths& paths, bool echo,
-                         std::optional<uid_t> sandbox_uid)
+PhaseRunner::PhaseRunner(const git::Repository& repo, const config::Settings& settings, const JobPaths& paths,
+                         bool echo, std::optional<uid_t> sandbox_uid)
     : m_repo(repo),
-      m_config(config),
+      m_settings(settings),
       m_paths(paths),
       m_echo(echo),
       m_sandbox_uid(sandbox_uid),
@@ -175,7 +176,7 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
   }
   const std::optional<UidRange> uid =
       m_sandbox_uid ? std::optional<UidRange>(UidRange{*m_sandbox_uid, 1}) : std::nullopt;
-  const sandbox::Plan plan = plan_for(m_repo, m_config, m_paths, dirs, phase, socket, uid);
+  const sandbox::Plan plan = plan_for(m_repo, m_settings, m_paths, dirs, phase, socket, uid);
   std::string output;
   sandbox::RunIo io;
   io.stdin_data = phase.stdin_data;

@@ -2,6 +2,7 @@
 // plan, the egress proxy when the phase has grants, the logs, the record.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -9,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "config/config.hpp"
+#include "config/settings.hpp"
 #include "executors/executor.hpp"
 #include "git/repository.hpp"
 #include "jobs/layout.hpp"
@@ -36,21 +37,21 @@ struct PhaseSpec {
   std::vector<sandbox::Mount> mounts;
   std::string stdin_data;
   std::vector<std::string> grants;
-  std::int64_t wall_seconds = 0;   // this phase's wall-clock limit
-  bool wall_is_job_limit = false;  // it is what remains of the job's: a timeout is the job's
+  std::chrono::seconds wall_limit{};  // 0: none
+  bool wall_is_job_limit = false;     // it is what remains of the job's: a timeout is the job's
   // Watches the worker's output; its stdout is an event stream kept apart
   // (events.jsonl) when structured_stdout.
   executors::WorkerSession* session = nullptr;
   bool structured_stdout = false;
 };
 
-PhaseSpec setup_phase(const config::Config& config);
-PhaseSpec worker_phase(const config::Config& config, const JobPaths& paths, const executors::WorkerSpec& spec);
-PhaseSpec gate_phase(const config::Config& config, const config::Gate& gate);
+PhaseSpec setup_phase(const config::Settings& settings);
+PhaseSpec worker_phase(const config::Settings& settings, const JobPaths& paths, const executors::WorkerSpec& spec);
+PhaseSpec gate_phase(const config::Settings& settings, const config::Gate& gate);
 
 // `uids`: when git-mullet runs as root, the host uid the sandbox runs as
 // (count 1), or before the job starts the range it will get one from.
-sandbox::Plan plan_for(const git::Repository& repo, const config::Config& config, const JobPaths& paths,
+sandbox::Plan plan_for(const git::Repository& repo, const config::Settings& settings, const JobPaths& paths,
                        const SandboxDirs& dirs, const PhaseSpec& phase, const std::string& proxy_socket,
                        const std::optional<UidRange>& uids);
 
@@ -89,14 +90,14 @@ class BoundedLog {
 // no setuid/setgid bit is left in the directories it could write.
 class PhaseRunner {
  public:
-  PhaseRunner(const git::Repository& repo, const config::Config& config, const JobPaths& paths, bool echo,
+  PhaseRunner(const git::Repository& repo, const config::Settings& settings, const JobPaths& paths, bool echo,
               std::optional<uid_t> sandbox_uid);
 
   std::pair<sandbox::RunResult, PhaseRecord> run(const PhaseSpec& phase, const SandboxDirs& dirs);
 
  private:
   const git::Repository& m_repo;
-  const config::Config& m_config;
+  const config::Settings& m_settings;
   const JobPaths& m_paths;
   bool m_echo;
   std::optional<uid_t> m_sandbox_uid;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 
 #include <spdlog/spdlog.h>
@@ -83,6 +84,8 @@ bool ended_normally(const sandbox::RunResult& run) {
   return run.ended_by == "exit" || run.ended_by == "signal";
 }
 
+}  // namespace
+
 nlohmann::json run_flags_json(const config::Config& config, const std::vector<config::Gate>& gates) {
   nlohmann::json values = nlohmann::json::object();
   for (const auto& [key, entry] : config.entries()) {
@@ -97,14 +100,16 @@ nlohmann::json run_flags_json(const config::Config& config, const std::vector<co
   return {{"config", values}, {"gates", gate_list}};
 }
 
+namespace {
+
 // One job's run: setup, then attempts of worker, snapshot and gates, until
 // the gates pass, the attempts run out or a limit ends it.
 class JobRun {
  public:
-  JobRun(const git::Repository& repo, const config::Config& config, JobStore& store, JobRecord& record,
+  JobRun(const git::Repository& repo, const config::Settings& settings, JobStore& store, JobRecord& record,
          const RunRequest& request, const executors::Executor& executor, std::optional<uid_t> sandbox_uid)
       : m_repo(repo),
-        m_config(config),
+        m_settings(settings),
         m_store(store),
         m_record(record),
         m_request(request),
@@ -119,14 +124,14 @@ class JobRun {
     make_private_job_dir("");
     if (!util::exists(m_paths.root + "/empty")) util::write_file(m_paths.root + "/empty", "", 0444);
     make_sandbox_clone(start, worker_dirs());
-    PhaseRunner phases(m_repo, m_config, m_paths, m_request.show_worker_output, m_sandbox_uid);
+    PhaseRunner phases(m_repo, m_settings, m_paths, m_request.show_worker_output, m_sandbox_uid);
     m_phases = &phases;
 
-    if (!m_config.string("run.setup").empty() && !run_setup()) return;
+    if (!m_settings.run.setup.empty() && !run_setup()) return;
 
     git_oid parent = start;
     std::string prompt = first_prompt;
-    const auto attempts = m_config.integer("run.attempts");
+    const int attempts = m_settings.run.attempts;
     const int first_number = static_cast<int>(m_record.attempts.size()) + 1;
     for (int number = first_number; number < first_number + attempts; ++number) {
       // The attempt is in the record from its start, so every save of the
@@ -147,15 +152,15 @@ class JobRun {
  private:
   enum class Verdict { done, stop, gate_failed };
 
-  std::int64_t remaining_seconds() const {
-    return m_config.integer("limits.job_timeout") - (util::monotonic_ms() - m_started) / 1000;
+  std::chrono::seconds remaining() const {
+    return m_settings.limits.job_timeout - std::chrono::seconds((util::monotonic_ms() - m_started) / 1000);
   }
 
   // The phase's limit, clipped to what remains of the job's.
   void clip_to_job(PhaseSpec& phase) const {
-    const std::int64_t remaining = std::max<std::int64_t>(remaining_seconds(), 1);
-    if (phase.wall_seconds <= 0 || remaining < phase.wall_seconds) {
-      phase.wall_seconds = remaining;
+    const std::chrono::seconds left = std::max(remaining(), std::chrono::seconds(1));
+    if (phase.wall_limit <= std::chrono::seconds::zero() || left < phase.wall_limit) {
+      phase.wall_limit = left;
       phase.wall_is_job_limit = true;
     }
   }
@@ -165,7 +170,7 @@ class JobRun {
       finish(JobState::cancelled, "cancelled by signal");
       return true;
     }
-    if (remaining_seconds() <= 0) {
+    if (remaining() <= std::chrono::seconds::zero()) {
       finish(JobState::failed, "stopped: " + describe_stop("job_timeout"));
       return true;
     }
@@ -179,12 +184,12 @@ class JobRun {
   }
 
   bool run_setup() {
-    const auto before = existing_top_level_dirs(m_paths, m_config.list("run.dependency_dirs"));
-    PhaseSpec setup = setup_phase(m_config);
+    const auto before = existing_top_level_dirs(m_paths, m_settings.run.dependency_dirs);
+    PhaseSpec setup = setup_phase(m_settings);
     clip_to_job(setup);
     const auto [run, phase] = m_phases->run(setup, worker_dirs());
     m_record.phases.push_back(phase);
-    for (const auto& dir : existing_top_level_dirs(m_paths, m_config.list("run.dependency_dirs"))) {
+    for (const auto& dir : existing_top_level_dirs(m_paths, m_settings.run.dependency_dirs)) {
       if (std::find(before.begin(), before.end(), dir) == before.end()) m_dependency_dirs.push_back(dir);
     }
     if (ended_normally(run) && run.status.success()) return true;
@@ -231,13 +236,13 @@ class JobRun {
 
   Verdict run_attempt(int number, const std::string& prompt, const git_oid& parent) {
     if (out_of_time()) return Verdict::stop;
-    const auto spec = m_executor.prepare({prompt, m_config, jobs_directory(m_repo)});
+    const auto spec = m_executor.prepare({prompt, m_settings, jobs_directory(m_repo)});
     write_executor_files(m_paths, spec.files);
-    PhaseSpec worker = worker_phase(m_config, m_paths, spec);
+    PhaseSpec worker = worker_phase(m_settings, m_paths, spec);
     clip_to_job(worker);
     for (auto& mount : read_only_mounts(m_paths, m_dependency_dirs)) worker.mounts.push_back(mount);
-    const auto session = m_executor.start_session(
-        m_request.show_worker_output, {m_config.integer("limits.turns"), m_config.number("limits.cost_usd")});
+    const auto session =
+        m_executor.start_session(m_request.show_worker_output, {m_settings.limits.turns, m_settings.limits.cost_usd});
     worker.session = session.get();
     auto [run, phase] = m_phases->run(worker, worker_dirs());
     if (number > 1) phase.name += " (attempt " + std::to_string(number) + ")";
@@ -296,9 +301,9 @@ class JobRun {
   git_oid take_snapshot(int number, const git_oid& parent) {
     const git_oid base = git::oid_from_string(m_record.base);
     const git_oid base_tree = m_repo.tree_of(base);
-    const git::Snapshot snapshot = git::take_snapshot(
-        m_repo, {m_paths.git_dir, m_paths.work_tree},
-        {m_dependency_dirs, base_tree, static_cast<std::uint64_t>(m_config.integer("limits.file_mb")) << 20U});
+    const git::Snapshot snapshot =
+        git::take_snapshot(m_repo, {m_paths.git_dir, m_paths.work_tree},
+                           {m_dependency_dirs, base_tree, m_settings.limits.file_mb.bytes()});
     for (const auto& warning : snapshot.warnings) {
       if (std::find(m_record.snapshot_warnings.begin(), m_record.snapshot_warnings.end(), warning) ==
           m_record.snapshot_warnings.end()) {
@@ -322,7 +327,7 @@ class JobRun {
   }
 
   std::vector<config::Gate> gates() const {
-    std::vector<config::Gate> all = m_config.gates();
+    std::vector<config::Gate> all = m_settings.gates;
     for (const auto& gate : m_request.gates) all.push_back(gate);
     return all;
   }
@@ -335,7 +340,7 @@ class JobRun {
     const SandboxDirs dirs{root + "/work", root + "/git", root + "/home"};
     make_private_job_dir("gate");
     make_sandbox_clone(commit, dirs);
-    PhaseSpec phase = gate_phase(m_config, gate);
+    PhaseSpec phase = gate_phase(m_settings, gate);
     clip_to_job(phase);
     // The dependencies setup installed, read-only, as the worker saw them.
     for (auto& mount : read_only_mounts(m_paths, m_dependency_dirs)) phase.mounts.push_back(mount);
@@ -355,7 +360,7 @@ class JobRun {
   }
 
   const git::Repository& m_repo;
-  const config::Config& m_config;
+  const config::Settings& m_settings;
   JobStore& m_store;
   JobRecord& m_record;
   const RunRequest& m_request;
@@ -369,17 +374,17 @@ class JobRun {
 };
 
 // Runs the job and stores its final record, whatever happens.
-RunOutcome run_and_record(const git::Repository& repo, const config::Config& config, JobStore& store, JobRecord& record,
-                          const RunRequest& request, const executors::Executor& executor, const git_oid& start,
-                          const std::string& prompt) {
+RunOutcome run_and_record(const git::Repository& repo, const config::Settings& settings, JobStore& store,
+                          JobRecord& record, const RunRequest& request, const executors::Executor& executor,
+                          const git_oid& start, const std::string& prompt) {
   const JobPaths paths = job_paths(repo, record.id);
   const Slot slot = acquire_slot(
-      util::real_path(repo.common_dir()) + "/mullet/slots", config.integer("run.max_parallel"),
+      util::real_path(repo.common_dir()) + "/mullet/slots", settings.run.max_parallel,
       [] { return util::cancel_requested(); },
       [&] {
         if (request.show_worker_output) {
           std::cerr << "git mullet: job " << record.id
-                    << " waits for a free slot ([run] max_parallel = " << config.integer("run.max_parallel") << ")\n";
+                    << " waits for a free slot ([run] max_parallel = " << settings.run.max_parallel << ")\n";
         }
       });
   std::string hint;
@@ -390,13 +395,13 @@ RunOutcome run_and_record(const git::Repository& repo, const config::Config& con
     std::optional<uid_t> sandbox_uid;
     record.sandbox_uid.reset();
     if (::geteuid() == 0) {
-      claimed = claim_sandbox_uid(sandbox_uid_range(config));
+      claimed = claim_sandbox_uid(sandbox_uid_range(settings.sandbox));
       sandbox_uid = claimed.uid;
       record.sandbox_uid = claimed.uid;
       // On record while the job runs, not only once it ends.
       store.update(record.id, [&](JobRecord& stored) { stored.sandbox_uid = record.sandbox_uid; });
     }
-    JobRun job(repo, config, store, record, request, executor, sandbox_uid);
+    JobRun job(repo, settings, store, record, request, executor, sandbox_uid);
     job.run(start, prompt);
     hint = job.hint();
   } catch (const Error& error) {
@@ -458,7 +463,7 @@ std::vector<config::Gate> restore_run_flags(const JobRecord& record, config::Con
                                         (*local_run_flags)["config"].is_object() &&
                                         (*local_run_flags)["config"].value(key, nlohmann::json()) == value;
       if ((key == "run.command" || key == "run.executor") && value.is_string() && !started_here_with_it &&
-          value.get<std::string>() != config.string(key)) {
+          value.get<std::string>() != std::get<std::string>(config.entry(key).value)) {
         throw usage_error(
             "job " + record.id + "'s record asks resume to set " + key + ", which only your own configuration may set",
             "if you started it with that " + key + ", set it in your config file and resume again");
@@ -493,37 +498,37 @@ int exit_code_for(JobState state) {
   return static_cast<int>(ExitCode::job_failed);
 }
 
-std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::Config& config,
+std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::Settings& settings,
                                      const std::string& job_id, const std::string& prompt,
                                      const std::vector<config::Gate>& extra_gates) {
-  const auto executor = executors::make_executor(config.string("run.executor"));
-  const auto spec = executor->prepare({prompt, config, jobs_directory(repo)});
+  const auto executor = executors::make_executor(settings.run.executor);
+  const auto spec = executor->prepare({prompt, settings, jobs_directory(repo)});
   const JobPaths paths = job_paths(repo, job_id);
   const SandboxDirs dirs{paths.work_tree, paths.git_dir, paths.home};
   const std::string socket_placeholder = "/tmp/mullet-proxy-XXXXXX/proxy.sock";
   const std::optional<UidRange> uids =
-      ::geteuid() == 0 ? std::optional<UidRange>(sandbox_uid_range(config)) : std::nullopt;
+      ::geteuid() == 0 ? std::optional<UidRange>(sandbox_uid_range(settings.sandbox)) : std::nullopt;
   std::vector<sandbox::Plan> plans;
-  if (!config.string("run.setup").empty()) {
-    const auto setup = setup_phase(config);
-    plans.push_back(plan_for(repo, config, paths, dirs, setup, setup.grants.empty() ? "" : socket_placeholder, uids));
+  if (!settings.run.setup.empty()) {
+    const auto setup = setup_phase(settings);
+    plans.push_back(plan_for(repo, settings, paths, dirs, setup, setup.grants.empty() ? "" : socket_placeholder, uids));
   }
-  const auto worker = worker_phase(config, paths, spec);
-  plans.push_back(plan_for(repo, config, paths, dirs, worker, worker.grants.empty() ? "" : socket_placeholder, uids));
-  std::vector<config::Gate> gates = config.gates();
+  const auto worker = worker_phase(settings, paths, spec);
+  plans.push_back(plan_for(repo, settings, paths, dirs, worker, worker.grants.empty() ? "" : socket_placeholder, uids));
+  std::vector<config::Gate> gates = settings.gates;
   gates.insert(gates.end(), extra_gates.begin(), extra_gates.end());
   const SandboxDirs gate_dirs{paths.root + "/gate/work", paths.root + "/gate/git", paths.root + "/gate/home"};
   for (const auto& gate : gates)
-    plans.push_back(plan_for(repo, config, paths, gate_dirs, gate_phase(config, gate), "", uids));
+    plans.push_back(plan_for(repo, settings, paths, gate_dirs, gate_phase(settings, gate), "", uids));
   return plans;
 }
 
-RunOutcome run_job(const git::Repository& repo, const config::Config& config, const RunRequest& request) {
+RunOutcome run_job(const git::Repository& repo, const config::Settings& settings, const RunRequest& request) {
   // Everything that can be refused is refused before a job exists.
-  const auto executor = executors::make_executor(config.string("run.executor"));
-  const auto spec = executor->prepare({request.prompt, config, jobs_directory(repo)});
+  const auto executor = executors::make_executor(settings.run.executor);
+  const auto spec = executor->prepare({request.prompt, settings, jobs_directory(repo)});
   sandbox::find_bwrap();
-  if (::geteuid() == 0) sandbox_uid_range(config);
+  if (::geteuid() == 0) sandbox_uid_range(settings.sandbox);
   ::umask(022);
   util::make_private_dirs(util::real_path(repo.common_dir()), "mullet/jobs");
 
@@ -536,19 +541,19 @@ RunOutcome run_job(const git::Repository& repo, const config::Config& config, co
   record.executor = spec.record;
   record.created_at = util::now_utc();
   record.runner = current_runner();
-  record.run_flags = run_flags_json(config, request.gates);
+  record.run_flags = request.run_flags;
   store.create(record);
   // What this machine started the job with, where no fetch reaches: resume
   // trusts the record's user-only flags only when they match this copy.
   util::make_private_dirs(util::real_path(repo.common_dir()), "mullet/jobs/" + record.id);
   util::write_file(job_paths(repo, record.id).root + "/" + local_run_flags_file, record.run_flags.dump(), 0600);
   if (request.on_created) request.on_created(record.id);
-  return run_and_record(repo, config, store, record, request, *executor, request.base, request.prompt);
+  return run_and_record(repo, settings, store, record, request, *executor, request.base, request.prompt);
 }
 
-RunOutcome resume_job(const git::Repository& repo, const config::Config& config, const std::string& job_name,
+RunOutcome resume_job(const git::Repository& repo, const config::Settings& settings, const std::string& job_name,
                       const RunRequest& request) {
-  const auto executor = executors::make_executor(config.string("run.executor"));
+  const auto executor = executors::make_executor(settings.run.executor);
   JobStore store(repo);
   const auto found = store.find(job_name);
   const JobState state = effective_state(found.record);
@@ -558,9 +563,9 @@ RunOutcome resume_job(const git::Repository& repo, const config::Config& config,
                       state == JobState::running ? "wait for it: git mullet wait " + found.record.id : "");
   }
   const std::string prompt = found.record.prompt;
-  const auto spec = executor->prepare({prompt, config, jobs_directory(repo)});
+  const auto spec = executor->prepare({prompt, settings, jobs_directory(repo)});
   sandbox::find_bwrap();
-  if (::geteuid() == 0) sandbox_uid_range(config);
+  if (::geteuid() == 0) sandbox_uid_range(settings.sandbox);
   ::umask(022);
 
   // Claim the job: the compare-and-swap on its ref lets one resume win.
@@ -591,7 +596,7 @@ RunOutcome resume_job(const git::Repository& repo, const config::Config& config,
                     ? std::string()
                     : "\n\n---\nThis task was started before and interrupted; the work tree holds the work done so "
                       "far. Continue from there.\n");
-  return run_and_record(repo, config, store, record, request, *executor, start, resumed_prompt);
+  return run_and_record(repo, settings, store, record, request, *executor, start, resumed_prompt);
 }
 
 }  // namespace mullet::jobs

@@ -24,6 +24,9 @@ struct RunRequest {
   // for a slot or runs anything.
   std::function<void(const std::string& id)> on_created;
   std::vector<config::Gate> gates;  // --gate, besides the config's [[gate]]s
+  // What the command line added to the configuration (run_flags_json), for
+  // the record: `resume` replays it. Only a new job records it.
+  nlohmann::json run_flags = nlohmann::json::object();
 };
 
 struct RunOutcome {
@@ -33,18 +36,22 @@ struct RunOutcome {
 };
 
 // Each phase's sandbox plan for a job, as `run` would build it (for --dry-run).
-std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::Config& config,
+std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::Settings& settings,
                                      const std::string& job_id, const std::string& prompt,
                                      const std::vector<config::Gate>& extra_gates = {});
 
 // Runs the job. Bad input and an unavailable sandbox are thrown before any
 // job exists; anything after that is recorded in the job and returned.
-RunOutcome run_job(const git::Repository& repo, const config::Config& config, const RunRequest& request);
+RunOutcome run_job(const git::Repository& repo, const config::Settings& settings, const RunRequest& request);
 
 // Continues an interrupted, failed or cancelled job from its last snapshot,
 // in a fresh clone of it, as more attempts of the same job.
-RunOutcome resume_job(const git::Repository& repo, const config::Config& config, const std::string& job_name,
+RunOutcome resume_job(const git::Repository& repo, const config::Settings& settings, const std::string& job_name,
                       const RunRequest& request);
+
+// The flags `config` holds (what the command line added to the configuration)
+// and the --gate gates, as the record keeps them (JobRecord::run_flags).
+nlohmann::json run_flags_json(const config::Config& config, const std::vector<config::Gate>& gates);
 
 // What the job's own command line added to the configuration (its command,
 // setup, attempts...), applied again to `config`; returns its --gate gates.

@@ -44,9 +44,9 @@ Slot acquire_slot(const std::string& directory, std::int64_t count, const std::f
   }
 }
 
-UidRange sandbox_uid_range(const config::Config& config) {
-  const std::int64_t first = config.integer("sandbox.uid");
-  const std::int64_t count = config.integer("sandbox.uid_count");
+UidRange sandbox_uid_range(const config::SandboxSettings& sandbox) {
+  const std::int64_t first = sandbox.uid;
+  const std::int64_t count = sandbox.uid_count;
   // (uid_t)-1 is "no change" to setuid() and chown().
   constexpr std::int64_t last_valid = 4294967294;
   const std::string range = "[sandbox] uid = " + std::to_string(first) + ", uid_count = " + std::to_string(count);

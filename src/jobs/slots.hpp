@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "config/config.hpp"
+#include "config/settings.hpp"
 #include "util/fd.hpp"
 
 namespace mullet::jobs {
@@ -41,7 +41,7 @@ struct UidRange {
 // [sandbox] uid and uid_count, checked: never 0, never the uid running
 // git-mullet, never past 2^32-2 ((uid_t)-1 means "no uid"). Usage error
 // otherwise.
-UidRange sandbox_uid_range(const config::Config& config);
+UidRange sandbox_uid_range(const config::SandboxSettings& sandbox);
 
 // Where uid slots live: machine-wide, so jobs of different repositories
 // never share a uid.

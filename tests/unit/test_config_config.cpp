@@ -68,25 +68,25 @@ const Problem* find_problem(const std::vector<Problem>& problems, const Strings&
 
 TEST_CASE("a new Config holds the built-in defaults") {
   const Config config;
-  CHECK(config.string("run.executor") == "claude");
-  CHECK(config.string("run.command") == "");
-  CHECK(config.list("sandbox.env").empty());
-  CHECK(config.integer("sandbox.uid") == 1879048192);
-  CHECK(config.integer("sandbox.uid_count") == 1024);
-  CHECK(config.list("network.setup").empty());
-  CHECK(config.list("network.worker").empty());
-  CHECK(config.string("claude.binary") == "claude");
-  CHECK(config.string("claude.base_url") == "https://api.anthropic.com");
-  CHECK(config.list("claude.allow_bash").empty());
-  CHECK(config.integer("limits.timeout") == 3600);
-  CHECK(config.integer("limits.inactivity") == 1800);
-  CHECK(config.integer("limits.memory_mb") == 8192);
-  CHECK(config.integer("limits.processes") == 1024);
-  CHECK(config.integer("limits.disk_mb") == 10240);
+  const auto settings = config.settings();
+  CHECK(settings.run.executor == "claude");
+  CHECK(settings.run.command == "");
+  CHECK(settings.sandbox.env.empty());
+  CHECK(settings.sandbox.uid == 1879048192);
+  CHECK(settings.sandbox.uid_count == 1024);
+  CHECK(settings.network.setup.empty());
+  CHECK(settings.network.worker.empty());
+  CHECK(settings.claude.binary == "claude");
+  CHECK(settings.claude.base_url == "https://api.anthropic.com");
+  CHECK(settings.claude.allow_bash.empty());
+  CHECK(settings.limits.timeout.count() == 3600);
+  CHECK(settings.limits.inactivity.count() == 1800);
+  CHECK(settings.limits.memory_mb.count() == 8192);
+  CHECK(settings.limits.processes == 1024);
+  CHECK(settings.limits.disk_mb.count() == 10240);
   CHECK(config.gates().empty());
-  CHECK(config.string("run.setup").empty());
-  CHECK(config.list("run.dependency_dirs") ==
-        std::vector<std::string>{"node_modules", "vendor", ".venv", "target", "build"});
+  CHECK(settings.run.setup.empty());
+  CHECK(settings.run.dependency_dirs == std::vector<std::string>{"node_modules", "vendor", ".venv", "target", "build"});
   CHECK(config.entries().size() == 24);
   for (const auto& [key, entry] : config.entries()) {
     INFO(key);
@@ -99,7 +99,7 @@ TEST_CASE("asking for a key that does not exist is an internal error") {
   const Config config;
   CHECK_THROWS_AS(config.entry("limits.nonsense"), Error);
   try {
-    config.string("run.nope");
+    config.entry("run.nope");
     FAIL("no exception");
   } catch (const Error& error) {
     CHECK(error.code() == ExitCode::job_failed);
@@ -125,19 +125,19 @@ TEST_CASE("merging a user file sets values and records where each came from") {
                                    "timeout = 600\n");
   INFO(messages(problems));
   REQUIRE(problems.empty());
-  CHECK(config.string("run.executor") == "command");
-  CHECK(config.string("run.command") == "make fix");
-  CHECK(config.list("sandbox.env") == Strings{"CARGO_HOME", "GOFLAGS"});
-  CHECK(config.integer("sandbox.uid") == 1001);
-  CHECK(config.list("network.worker") == Strings{"api.example.com:443", "*"});
-  CHECK(config.integer("limits.timeout") == 600);
+  CHECK(config.settings().run.executor == "command");
+  CHECK(config.settings().run.command == "make fix");
+  CHECK(config.settings().sandbox.env == Strings{"CARGO_HOME", "GOFLAGS"});
+  CHECK(config.settings().sandbox.uid == 1001);
+  CHECK(config.settings().network.worker == Strings{"api.example.com:443", "*"});
+  CHECK(config.settings().limits.timeout.count() == 600);
 
   CHECK(config.entry("run.executor").source == Source::user_file);
   CHECK(config.entry("run.executor").origin == "user.toml:2");
   CHECK(config.entry("sandbox.env").origin == "user.toml:6");
   CHECK(config.entry("limits.timeout").origin == "user.toml:13");
   // Keys the file does not mention keep their defaults.
-  CHECK(config.integer("limits.inactivity") == 1800);
+  CHECK(config.settings().limits.inactivity.count() == 1800);
   CHECK(config.entry("limits.inactivity").source == Source::built_in);
   CHECK(config.entry("limits.inactivity").origin == "built-in");
 }
@@ -146,7 +146,7 @@ TEST_CASE("an empty user file changes nothing") {
   Config config;
   CHECK(merge_user(config, "").empty());
   CHECK(merge_user(config, "# only a comment\n").empty());
-  CHECK(config.string("run.executor") == "claude");
+  CHECK(config.settings().run.executor == "claude");
 }
 
 TEST_CASE("an unknown key is a problem naming file, line and key") {
@@ -157,7 +157,7 @@ TEST_CASE("an unknown key is a problem naming file, line and key") {
   Config config;
   const auto problems = merge_user(config, "[limits]\ntimeout = 10\nbogus = 1\n");
   // The good key beside it is still taken.
-  CHECK(config.integer("limits.timeout") == 10);
+  CHECK(config.settings().limits.timeout.count() == 10);
   CHECK(problems[0].message == "user.toml:3: limits.bogus: unknown key");
 }
 
@@ -171,7 +171,7 @@ TEST_CASE("a value of the wrong type is a problem and leaves the default") {
 
   Config config;
   merge_user(config, "[limits]\ntimeout = \"10\"\n");
-  CHECK(config.integer("limits.timeout") == 3600);
+  CHECK(config.settings().limits.timeout.count() == 3600);
 }
 
 TEST_CASE("invalid values are problems naming the value") {
@@ -199,8 +199,8 @@ TEST_CASE("invalid values are problems naming the value") {
                                      "worker = [\"a.example:1\", \"b.example:65535\", \"[::1]:8080\"]\n");
     INFO(messages(problems));
     CHECK(problems.empty());
-    CHECK(config.list("network.setup") == Strings{"*"});
-    CHECK(config.list("network.worker").size() == 3);
+    CHECK(config.settings().network.setup == Strings{"*"});
+    CHECK(config.settings().network.worker.size() == 3);
   }
   SUBCASE("limits must be positive") {
     expect_one_usage_problem("[limits]\ntimeout = -5\n", {"limits.timeout", "must be from 1 to 2592000"});
@@ -221,7 +221,7 @@ TEST_CASE("a TOML syntax error is one problem with the line it is on") {
   CHECK(problems[0].severity == ExitCode::usage);
   CHECK(contains(problems[0].message, "user.toml:3: "));
   // Nothing of a broken file is applied.
-  CHECK(config.integer("limits.timeout") == 3600);
+  CHECK(config.settings().limits.timeout.count() == 3600);
 }
 
 TEST_CASE("the repository file may not set user-only keys") {
@@ -251,8 +251,8 @@ TEST_CASE("the repository file may narrow a list the user allows") {
   const auto problems = merge_repo(config, "[network]\nworker = [\"b.example:443\"]\n[sandbox]\nenv = []\n");
   INFO(messages(problems));
   CHECK(problems.empty());
-  CHECK(config.list("network.worker") == Strings{"b.example:443"});
-  CHECK(config.list("sandbox.env").empty());
+  CHECK(config.settings().network.worker == Strings{"b.example:443"});
+  CHECK(config.settings().sandbox.env.empty());
   CHECK(config.entry("network.worker").source == Source::repo_file);
   CHECK(config.entry("network.worker").origin == ".mullet.toml@abc:2");
 }
@@ -262,7 +262,7 @@ TEST_CASE("the repository file may pick any destination when the user allows *")
   REQUIRE(merge_user(config, "[network]\nsetup = [\"*\"]\n").empty());
   const auto problems = merge_repo(config, "[network]\nsetup = [\"registry.npmjs.org:443\"]\n");
   CHECK(problems.empty());
-  CHECK(config.list("network.setup") == Strings{"registry.npmjs.org:443"});
+  CHECK(config.settings().network.setup == Strings{"registry.npmjs.org:443"});
 }
 
 TEST_CASE("the repository file may not widen a list") {
@@ -290,7 +290,7 @@ TEST_CASE("a refused list from the repository file is not applied") {
   const auto problems = merge_repo(config, "[network]\nworker = [\"evil.example:443\"]\n");
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].severity == ExitCode::refused);
-  CHECK(config.list("network.worker") == Strings{"a.example:443"});
+  CHECK(config.settings().network.worker == Strings{"a.example:443"});
   CHECK(config.entry("network.worker").source == Source::user_file);
 }
 
@@ -302,13 +302,13 @@ TEST_CASE("the repository file may lower a limit but not raise it") {
     const auto problems = merge_repo(config, "[limits]\ntimeout = 300\nmemory_mb = 1024\n");
     INFO(messages(problems));
     CHECK(problems.empty());
-    CHECK(config.integer("limits.timeout") == 300);
-    CHECK(config.integer("limits.memory_mb") == 1024);
+    CHECK(config.settings().limits.timeout.count() == 300);
+    CHECK(config.settings().limits.memory_mb.count() == 1024);
     CHECK(config.entry("limits.timeout").source == Source::repo_file);
   }
   SUBCASE("equal") {
     CHECK(merge_repo(config, "[limits]\ntimeout = 600\n").empty());
-    CHECK(config.integer("limits.timeout") == 600);
+    CHECK(config.settings().limits.timeout.count() == 600);
   }
   SUBCASE("raise") {
     const auto problems = merge_repo(config, "[limits]\ntimeout = 601\nprocesses = 100000\n");
@@ -318,8 +318,8 @@ TEST_CASE("the repository file may lower a limit but not raise it") {
     CHECK(find_problem(problems, {".mullet.toml@abc:2", "limits.timeout", "may only lower", "yours is 600"}) !=
           nullptr);
     CHECK(find_problem(problems, {".mullet.toml@abc:3", "limits.processes", "yours is 1024"}) != nullptr);
-    CHECK(config.integer("limits.timeout") == 600);
-    CHECK(config.integer("limits.processes") == 1024);
+    CHECK(config.settings().limits.timeout.count() == 600);
+    CHECK(config.settings().limits.processes == 1024);
   }
 }
 
@@ -430,12 +430,12 @@ TEST_CASE("throw_if_problems") {
 TEST_CASE("set_from_flag validates like the files do") {
   Config config;
   config.set_from_flag("limits.timeout", std::int64_t{42}, "--timeout");
-  CHECK(config.integer("limits.timeout") == 42);
+  CHECK(config.settings().limits.timeout.count() == 42);
   CHECK(config.entry("limits.timeout").source == Source::flag);
   CHECK(config.entry("limits.timeout").origin == "--timeout");
 
   config.set_from_flag("run.executor", std::string("command"), "--executor");
-  CHECK(config.string("run.executor") == "command");
+  CHECK(config.settings().run.executor == "command");
 
   const auto expect_usage = [&](const std::string& key, mullet::config::Value value, const std::string& flag,
                                 const std::string& part) {
@@ -459,9 +459,9 @@ TEST_CASE("set_from_flag validates like the files do") {
   expect_usage("sandbox.env", Strings{"GOOD", "BAD NAME"}, "--env", "'BAD NAME'");
   expect_usage("network.worker", Strings{"example.com"}, "--allow-net", "'example.com'");
   // A refused flag changes nothing.
-  CHECK(config.integer("limits.timeout") == 42);
-  CHECK(config.integer("limits.memory_mb") == 8192);
-  CHECK(config.string("run.executor") == "command");
+  CHECK(config.settings().limits.timeout.count() == 42);
+  CHECK(config.settings().limits.memory_mb.count() == 8192);
+  CHECK(config.settings().run.executor == "command");
 }
 
 TEST_CASE("describe lists every key with its value and origin") {
@@ -532,13 +532,13 @@ TEST_CASE("a repository may never name an address, in any spelling, whatever the
         CHECK(user_problems[0].severity == ExitCode::usage);
         continue;
       }
-      const auto before = config.list("network.worker");
+      const auto before = config.settings().network.worker;
       const auto problems = merge_repo(config, "[network]\nworker = [\"" + item + "\"]\n");
       INFO(item << " under [" << user << "]: " << messages(problems));
       REQUIRE(problems.size() == 1);
       CHECK(problems[0].severity == ExitCode::refused);
       CHECK(problems[0].message.find("'" + item + "'") != std::string::npos);
-      CHECK(config.list("network.worker") == before);
+      CHECK(config.settings().network.worker == before);
       CHECK(config.entry("network.worker").source == Source::user_file);
     }
   }
@@ -634,7 +634,7 @@ TEST_CASE("every integer key has a range, and its edges hold") {
       const auto problems = merge_user(config, toml_line(range.key, std::to_string(good)));
       INFO(messages(problems));
       CHECK(problems.empty());
-      CHECK(config.integer(range.key) == good);
+      CHECK(std::get<std::int64_t>(config.entry(range.key).value) == good);
     }
     const std::string allowed = "must be from " + std::to_string(range.min) + " to " + std::to_string(range.max);
     for (const std::int64_t bad : {range.min - 1, range.max + 1, int64_max, int64_min}) {
@@ -656,7 +656,7 @@ TEST_CASE("the cost cap is finite, more than 0 and at most 1000000") {
     const auto problems = merge_repo(config, toml_line("limits.cost_usd", bad));
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].severity == ExitCode::usage);
-    CHECK(config.number("limits.cost_usd") == 20.0);
+    CHECK(config.settings().limits.cost_usd == 20.0);
   }
   for (const auto& [good, expected] : std::vector<std::pair<std::string, double>>{
            {"1e-9", 1e-9}, {"0.5", 0.5}, {"1000000", 1e6}, {"1000000.0", 1e6}, {"7", 7.0}}) {
@@ -664,7 +664,7 @@ TEST_CASE("the cost cap is finite, more than 0 and at most 1000000") {
     const auto problems = merge_user(config, toml_line("limits.cost_usd", good));
     INFO(good << ": " << messages(problems));
     CHECK(problems.empty());
-    CHECK(config.number("limits.cost_usd") == expected);
+    CHECK(config.settings().limits.cost_usd == expected);
   }
   for (const double bad :
        {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::quiet_NaN(),
@@ -675,14 +675,14 @@ TEST_CASE("the cost cap is finite, more than 0 and at most 1000000") {
   // An integer given for a number is a number.
   Config config;
   config.set_from_flag("limits.cost_usd", std::int64_t{3}, "--cost");
-  CHECK(config.number("limits.cost_usd") == 3.0);
+  CHECK(config.settings().limits.cost_usd == 3.0);
 }
 
 TEST_CASE("lower-only compares every value that passes its range") {
   Config config;
   REQUIRE(merge_user(config, "[limits]\ncost_usd = 5\ntimeout = 600\n").empty());
   CHECK(merge_repo(config, "[limits]\ncost_usd = 4.99\n").empty());
-  CHECK(config.number("limits.cost_usd") == 4.99);
+  CHECK(config.settings().limits.cost_usd == 4.99);
   for (const char* raise : {"5.000001", "1000000"}) {
     const auto problems = merge_repo(config, toml_line("limits.cost_usd", raise));
     REQUIRE(problems.size() == 1);
@@ -693,12 +693,12 @@ TEST_CASE("lower-only compares every value that passes its range") {
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].severity == ExitCode::usage);
   }
-  CHECK(config.number("limits.cost_usd") == 4.99);
+  CHECK(config.settings().limits.cost_usd == 4.99);
   // Out of range is malformed (exit 2), not a widening (exit 3), and not applied.
   const auto problems = merge_repo(config, toml_line("limits.timeout", "9223372036854775807"));
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].severity == ExitCode::usage);
-  CHECK(config.integer("limits.timeout") == 600);
+  CHECK(config.settings().limits.timeout.count() == 600);
 }
 
 TEST_CASE("strings have a size cap") {
@@ -717,7 +717,7 @@ TEST_CASE("strings have a size cap") {
       const auto problems = merge_user(config, toml_line(key, quoted(std::string(cap, 'x'))));
       INFO(messages(problems));
       CHECK(problems.empty());
-      CHECK(config.string(key).size() == cap);
+      CHECK(std::get<std::string>(config.entry(key).value).size() == cap);
       CHECK_NOTHROW(Config().set_from_flag(key, std::string(cap, 'x'), "--flag"));
     }
     const std::string over =
@@ -746,7 +746,7 @@ TEST_CASE("lists have an item count and an item size cap") {
       const auto problems = merge_user(config, toml_line(key, make(256)));
       INFO(messages(problems));
       CHECK(problems.empty());
-      CHECK(config.list(key).size() == 256);
+      CHECK(std::get<Strings>(config.entry(key).value).size() == 256);
     }
     expect_one_usage_problem(toml_line(key, make(257)), {"user.toml:2", key, "has 257 items; at most 256"});
     const std::string longest = std::string(4096 - port.size() - 1, 'A') + "0" + port;
@@ -858,7 +858,7 @@ TEST_CASE("a configuration document is capped at 1 MiB") {
     const auto problems = merge_user(config, at_cap);
     INFO(messages(problems));
     CHECK(problems.empty());
-    CHECK(config.string("run.setup") == "x");
+    CHECK(config.settings().run.setup == "x");
   }
   expect_one_usage_problem(at_cap + "\n", {"user.toml: is 1048577 bytes long; at most 1048576"});
 }
@@ -871,8 +871,8 @@ TEST_CASE("a repository may name a host name the user's list covers, in any case
       config, "[network]\nworker = [\"api.example.COM.:443\"]\nsetup = [\"*\", \"registry.npmjs.org:443\"]\n");
   INFO(messages(problems));
   CHECK(problems.empty());
-  CHECK(config.list("network.worker") == Strings{"api.example.COM.:443"});
-  CHECK(config.list("network.setup") == Strings{"*", "registry.npmjs.org:443"});
+  CHECK(config.settings().network.worker == Strings{"api.example.COM.:443"});
+  CHECK(config.settings().network.setup == Strings{"*", "registry.npmjs.org:443"});
   // Another port of a listed name is another destination.
   Config other;
   REQUIRE(merge_user(other, "[network]\nworker = [\"api.example.com:443\"]\n").empty());

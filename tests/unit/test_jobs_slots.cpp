@@ -20,11 +20,11 @@ using mullet::jobs::sandbox_uid_range;
 
 namespace {
 
-Config with_range(const std::string& toml) {
+mullet::config::SandboxSettings with_range(const std::string& toml) {
   Config config;
   const auto problems = config.merge_toml(toml, "user.toml", Source::user_file);
   REQUIRE(problems.empty());
-  return config;
+  return config.settings().sandbox;
 }
 
 void expect_bad_range(const std::string& toml, const std::string& part) {
@@ -42,7 +42,7 @@ void expect_bad_range(const std::string& toml, const std::string& part) {
 }  // namespace
 
 TEST_CASE("the sandbox uid range: a high default, checked bounds") {
-  const auto range = sandbox_uid_range(Config{});
+  const auto range = sandbox_uid_range(Config{}.settings().sandbox);
   CHECK(range.first == 1879048192U);
   CHECK(range.count == 1024U);
   const auto last = sandbox_uid_range(with_range("[sandbox]\nuid = 4294967290\nuid_count = 5\n"));

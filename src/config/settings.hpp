@@ -1,0 +1,95 @@
+// The effective configuration as types. Config (config.hpp) merges the user's
+// file, the repository's .mullet.toml and flags, each value checked against
+// the schema; Config::settings() then turns the result into this struct, in
+// one place. Everything outside src/config/ reads these fields: a field is one
+// `[table] key` of the schema, so a misspelt key is a compile error.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mullet::config {
+
+struct Gate {
+  std::string name;
+  std::string command;
+  std::int64_t timeout_seconds = 0;  // 0: the phase limit applies
+  std::string origin;
+  bool operator==(const Gate&) const = default;
+};
+
+// A size the configuration gives in MiB.
+class Mebibytes {
+ public:
+  constexpr Mebibytes() = default;
+  constexpr explicit Mebibytes(std::uint64_t count) : m_count(count) {}
+  constexpr std::uint64_t count() const { return m_count; }
+  constexpr std::uint64_t bytes() const { return m_count << 20U; }
+  auto operator<=>(const Mebibytes&) const = default;
+
+ private:
+  std::uint64_t m_count = 0;
+};
+
+struct RunSettings {
+  std::string executor;  // claude or command
+  std::string command;   // the command executor's shell command
+  std::string setup;     // empty: no setup phase
+  std::vector<std::string> dependency_dirs;
+  int attempts = 0;
+  int max_parallel = 0;  // 0: no cap
+  bool operator==(const RunSettings&) const = default;
+};
+
+struct SandboxSettings {
+  std::vector<std::string> env;  // extra variable names let in
+  uid_t uid = 0;                 // as root: the first host uid of the sandboxes' range
+  std::uint32_t uid_count = 0;
+  bool operator==(const SandboxSettings&) const = default;
+};
+
+struct NetworkSettings {
+  std::vector<std::string> setup;  // grants, as net::parse_grant reads them
+  std::vector<std::string> worker;
+  bool operator==(const NetworkSettings&) const = default;
+};
+
+struct ClaudeSettings {
+  std::string binary;
+  std::string base_url;
+  std::vector<std::string> allow_bash;
+  bool operator==(const ClaudeSettings&) const = default;
+};
+
+struct LimitsSettings {
+  std::chrono::seconds timeout{};       // per phase
+  std::chrono::seconds job_timeout{};   // the whole job
+  std::chrono::seconds gate_timeout{};  // per gate, unless the gate sets a lower one
+  std::chrono::seconds inactivity{};
+  std::int64_t turns = 0;  // per attempt (Claude Code)
+  double cost_usd = 0;     // per attempt (Claude Code)
+  Mebibytes memory_mb;
+  std::uint32_t processes = 0;
+  Mebibytes disk_mb;
+  Mebibytes file_mb;  // the largest file a snapshot records
+  bool operator==(const LimitsSettings&) const = default;
+};
+
+// Only Config::settings() makes one that means anything: a default-constructed
+// Settings has every limit at 0.
+struct Settings {
+  RunSettings run;
+  SandboxSettings sandbox;
+  NetworkSettings network;
+  ClaudeSettings claude;
+  LimitsSettings limits;
+  std::vector<Gate> gates;  // the files' [[gate]]s
+  bool operator==(const Settings&) const = default;
+};
+
+}  // namespace mullet::config
