@@ -6,6 +6,7 @@
 #include "executors/claude_stream.hpp"
 #include "jobs/liveness.hpp"
 #include "jobs/store.hpp"
+#include "sandbox/stop_reason.hpp"
 #include "util/strings.hpp"
 
 namespace mullet::cli {
@@ -20,6 +21,11 @@ void print_field(std::ostream& out, const std::string& name, const std::string& 
   std::string padded = name;
   padded.resize(10, ' ');
   out << padded << value << "\n";
+}
+
+// Empty for a record older than the field.
+std::string reason_name(const std::optional<sandbox::StopReason>& reason) {
+  return reason ? sandbox::stop_name(*reason) : std::string();
 }
 
 int show(const ShowOptions& options) {
@@ -59,7 +65,7 @@ int show(const ShowOptions& options) {
   if (!record.phases.empty()) {
     out << "phases:\n";
     for (const auto& phase : record.phases) {
-      out << "  " << phase.name << "  " << phase.ended_by << " " << phase.exit_code << "  "
+      out << "  " << phase.name << "  " << reason_name(phase.ended_by) << " " << phase.exit_code << "  "
           << phase.duration_ms / 1000.0 << "s\n";
     }
   }
@@ -72,7 +78,8 @@ int show(const ShowOptions& options) {
           << (attempt.error.empty() ? "" : "  " + attempt.error) << "\n";
       for (const auto& gate : attempt.gates) {
         std::string verdict = gate.passed ? "pass" : "FAIL";
-        std::string how = gate.ended_by == "exit" ? "exit " + std::to_string(gate.exit_code) : gate.ended_by;
+        std::string how = gate.ended_by == sandbox::StopReason::exit ? "exit " + std::to_string(gate.exit_code)
+                                                                     : reason_name(gate.ended_by);
         out << "     " << verdict << "  " << gate.name << "  (" << how << ", "
             << util::format_decimal(static_cast<double>(gate.duration_ms) / 1000.0, 1) << "s, on "
             << short_sha(gate.commit) << ")\n";

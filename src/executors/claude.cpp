@@ -28,15 +28,15 @@ class ClaudeSession final : public WorkerSession {
     m_printer.print_text(m_stderr_shown.feed(chunk));
   }
 
-  std::string poll() override {
-    if (!m_refusal.empty()) return "stopped: " + m_refusal;
+  std::optional<sandbox::StopReason> poll() override {
+    if (!m_refusal.empty()) return sandbox::StopReason::worker_refused;
     const Progress now = progress();
     m_printer.update(now);
     // Our own watch, besides Claude Code's --max-budget-usd: the estimate
     // runs low (a message's final output tokens arrive after its event).
-    if (m_limits.max_turns > 0 && now.turns > m_limits.max_turns) return "turns";
-    if (m_limits.max_cost_usd > 0 && now.cost_usd > m_limits.max_cost_usd) return "cost";
-    return {};
+    if (m_limits.max_turns > 0 && now.turns > m_limits.max_turns) return sandbox::StopReason::turns;
+    if (m_limits.max_cost_usd > 0 && now.cost_usd > m_limits.max_cost_usd) return sandbox::StopReason::cost;
+    return std::nullopt;
   }
 
   WorkerOutcome finish(const sandbox::RunResult& run) override {

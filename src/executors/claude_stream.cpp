@@ -253,8 +253,8 @@ WorkerOutcome judge(const StreamState& state, const RunFacts& facts) {
       report.summary = string_at(*result->structured_output, "summary");
     }
   }
-  if (facts.ended_by != "exit" && facts.ended_by != "signal") {
-    return failed("the worker was stopped: " + describe_stop(facts.ended_by));
+  if (!sandbox::ended_by_itself(facts.ended_by)) {
+    return failed("the worker was stopped: " + sandbox::describe_stop(facts.ended_by));
   }
   // Claude Code says so on stderr, and in the result's errors when it got
   // that far; the wording's case differs between the two.

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "executors/executor.hpp"
+#include "sandbox/stop_reason.hpp"
 
 namespace mullet::executors::claude {
 
@@ -80,7 +81,7 @@ struct StreamState {
 std::string check_init(const InitEvent& init, const std::vector<std::string>& tools);
 
 struct RunFacts {
-  std::string ended_by;  // the sandbox runner's word (exit, signal, timeout, ...)
+  sandbox::StopReason ended_by = sandbox::StopReason::exit;
   int exit_code = -1;
   std::string stderr_text;  // the tail of the worker's stderr
   std::string refusal;      // set when we stopped it (check_init failed)

@@ -37,32 +37,14 @@ class PlainSession final : public WorkerSession {
 
 WorkerOutcome plain_outcome(const sandbox::RunResult& run) {
   WorkerOutcome outcome;
-  if (run.ended_by == "exit" && run.status.code == 0) {
+  if (run.ended_by == sandbox::StopReason::exit && run.status.code == 0) {
     outcome.kind = WorkerOutcome::Kind::success;
-  } else if (run.ended_by == "exit" || run.ended_by == "signal") {
+  } else if (sandbox::ended_by_itself(run.ended_by)) {
     outcome.error = "the worker failed (" + run.status.describe() + ")";
   } else {
-    outcome.error = "the worker was stopped: " + describe_stop(run.ended_by);
+    outcome.error = "the worker was stopped: " + sandbox::describe_stop(run.ended_by);
   }
   return outcome;
-}
-
-std::string describe_stop(const std::string& ended_by) {
-  static const std::vector<std::pair<std::string, std::string>> meanings = {
-      {"timeout", "the phase's wall-clock limit (limits.timeout, or the gate's timeout)"},
-      {"job_timeout", "the job's wall-clock limit (limits.job_timeout)"},
-      {"inactivity", "no output for limits.inactivity seconds"},
-      {"memory", "the memory limit (limits.memory_mb)"},
-      {"disk", "the disk limit (limits.disk_mb)"},
-      {"turns", "the turn limit (limits.turns)"},
-      {"cost", "the cost limit (limits.cost_usd)"},
-      {"cancelled", "git-mullet was interrupted (SIGINT or SIGTERM)"},
-      {"stalled", "every process left in the sandbox was stopped, so none could run again (the worker was gone)"},
-  };
-  for (const auto& [name, meaning] : meanings) {
-    if (ended_by == name) return name + ": " + meaning;
-  }
-  return ended_by;
 }
 
 std::unique_ptr<WorkerSession> Executor::start_session(bool show_progress, const SessionLimits& /*limits*/) const {

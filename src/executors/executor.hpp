@@ -4,6 +4,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "executors/report.hpp"
 #include "sandbox/plan.hpp"
 #include "sandbox/runner.hpp"
+#include "sandbox/stop_reason.hpp"
 
 namespace mullet::executors {
 
@@ -70,9 +72,9 @@ class WorkerSession {
 
   virtual void on_stdout(std::string_view chunk) = 0;
   virtual void on_stderr(std::string_view chunk) = 0;
-  // Called every few hundred milliseconds while the worker runs. Non-empty:
+  // Called every few hundred milliseconds while the worker runs. A reason:
   // the sandbox must be killed now, and this is why.
-  virtual std::string poll() { return {}; }
+  virtual std::optional<sandbox::StopReason> poll() { return std::nullopt; }
   // The whole sandbox has ended.
   virtual WorkerOutcome finish(const sandbox::RunResult& run) = 0;
 };
@@ -92,10 +94,6 @@ class Executor {
   // are enforced where the executor can see turns and cost.
   virtual std::unique_ptr<WorkerSession> start_session(bool show_progress, const SessionLimits& limits) const;
 };
-
-// What a sandbox's ended_by means, for a person ("timeout: the phase's
-// wall-clock limit (limits.timeout ...)").
-std::string describe_stop(const std::string& ended_by);
 
 // The verdict on a worker that prints plain text: success is exit code 0.
 WorkerOutcome plain_outcome(const sandbox::RunResult& run);

@@ -237,7 +237,9 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
     throw;
   }
   strip();
-  if (result.ended_by == "timeout" && phase.wall_is_job_limit) result.ended_by = "job_timeout";
+  if (result.ended_by == sandbox::StopReason::timeout && phase.wall_is_job_limit) {
+    result.ended_by = sandbox::StopReason::job_timeout;
+  }
   PhaseRecord record{phase.name,      plan.command,           result.status.code,
                      result.ended_by, result.duration_ms,     util::tail(output, phase_tail_bytes),
                      phase.grants,    nlohmann::json::array()};

@@ -69,6 +69,11 @@ nlohmann::json null_if_empty(const std::string& value, bool free_text = true) {
   return value.empty() ? nlohmann::json() : nlohmann::json(free_text ? bounded(value) : line(value));
 }
 
+// A reason's name; an unset one is written as the older records have it.
+std::string stop_json(const std::optional<sandbox::StopReason>& reason) {
+  return reason ? sandbox::stop_name(*reason) : std::string();
+}
+
 nlohmann::json report_json(const WorkerReport& report) {
   if (report.empty()) return nullptr;
   nlohmann::json denials = nlohmann::json::array();
@@ -97,7 +102,7 @@ nlohmann::json attempts_json(const std::vector<AttemptRecord>& attempts) {
                        {"commit", gate.commit},
                        {"passed", gate.passed},
                        {"exit_code", gate.exit_code},
-                       {"ended_by", line(gate.ended_by)},
+                       {"ended_by", stop_json(gate.ended_by)},
                        {"duration_ms", gate.duration_ms},
                        {"output_tail", output(gate.output_tail)}});
     }
@@ -249,6 +254,16 @@ std::string one_of(const Reader& in, const std::string& key, const std::vector<s
   return value;
 }
 
+std::optional<sandbox::StopReason> stop_reason(const Reader& in, const std::string& key) {
+  const std::string name = in.line(key, max_name_bytes);
+  if (name.empty()) return std::nullopt;
+  if (const auto reason = sandbox::parse_stop_reason(name)) return reason;
+  // Before stop reasons were a type, an executor's refusal was recorded as
+  // "stopped: " and what it saw.
+  if (name.rfind("stopped: ", 0) == 0) return sandbox::StopReason::worker_refused;
+  in.damaged(key, "is not one of " + util::join(sandbox::stop_names(), ", "));
+}
+
 WorkerReport report_from_json(const Reader& in) {
   WorkerReport report;
   report.status = in.line("status", max_name_bytes);
@@ -273,7 +288,7 @@ GateRecord gate_from_json(const Reader& in) {
   gate.commit = in.object_id("commit");
   gate.passed = in.boolean("passed");
   gate.exit_code = in.integer("exit_code", -1, -255, 65535);
-  gate.ended_by = in.line("ended_by", max_name_bytes);
+  gate.ended_by = stop_reason(in, "ended_by");
   gate.duration_ms = in.integer<std::int64_t>("duration_ms", 0, 0, max_duration_ms);
   gate.output_tail = output_tail(in, "output_tail");
   return gate;
@@ -295,7 +310,7 @@ PhaseRecord phase_from_json(const Reader& in) {
   phase.name = in.line("name", max_name_bytes);
   phase.command = in.lines("command", max_text_bytes, true);
   phase.exit_code = in.integer("exit_code", -1, -255, 65535);
-  phase.ended_by = in.line("ended_by", max_name_bytes);
+  phase.ended_by = stop_reason(in, "ended_by");
   phase.duration_ms = in.integer<std::int64_t>("duration_ms", 0, 0, max_duration_ms);
   phase.output_tail = output_tail(in, "output_tail");
   phase.grants = in.lines("grants", max_name_bytes, false);
@@ -365,6 +380,26 @@ bool is_final(JobState state) {
   return state != JobState::running;
 }
 
+JobState state_after(sandbox::StopReason reason) {
+  switch (reason) {
+    case sandbox::StopReason::cancelled: return JobState::cancelled;
+    case sandbox::StopReason::refused:
+    case sandbox::StopReason::worker_refused: return JobState::refused;
+    case sandbox::StopReason::exit:
+    case sandbox::StopReason::signal:
+    case sandbox::StopReason::timeout:
+    case sandbox::StopReason::job_timeout:
+    case sandbox::StopReason::inactivity:
+    case sandbox::StopReason::memory:
+    case sandbox::StopReason::disk:
+    case sandbox::StopReason::stalled:
+    case sandbox::StopReason::turns:
+    case sandbox::StopReason::cost:
+    case sandbox::StopReason::budget: return JobState::failed;
+  }
+  return JobState::failed;
+}
+
 nlohmann::json to_json(const JobRecord& record) {
   nlohmann::json phases = nlohmann::json::array();
   for (const auto& phase : record.phases) {
@@ -375,7 +410,7 @@ nlohmann::json to_json(const JobRecord& record) {
     phases.push_back({{"name", line(phase.name)},
                       {"command", command},
                       {"exit_code", phase.exit_code},
-                      {"ended_by", line(phase.ended_by)},
+                      {"ended_by", stop_json(phase.ended_by)},
                       {"duration_ms", phase.duration_ms},
                       {"output_tail", output(phase.output_tail)},
                       {"grants", grants},

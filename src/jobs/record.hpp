@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "executors/report.hpp"
-
+#include "sandbox/stop_reason.hpp"
 #include "util/error.hpp"
 
 namespace mullet::jobs {
@@ -19,12 +19,16 @@ enum class JobState { running, succeeded, no_changes, failed, refused, cancelled
 std::string state_name(JobState state);
 std::optional<JobState> parse_state(const std::string& name);
 bool is_final(JobState state);
+// The state a job ends in when one of its phases ended for `reason` and
+// failed: cancelled, refused (the wall check, or the worker as its executor
+// saw it start), else failed.
+JobState state_after(sandbox::StopReason reason);
 
 struct PhaseRecord {
   std::string name;  // setup, worker, gate:<name>
   std::vector<std::string> command;
   int exit_code = -1;
-  std::string ended_by;  // exit, signal, timeout, inactivity, refused, ...
+  std::optional<sandbox::StopReason> ended_by;  // unset in records that predate it
   std::int64_t duration_ms = 0;
   std::string output_tail;                           // the last part of its output
   std::vector<std::string> grants;                   // network destinations it was granted
@@ -38,7 +42,7 @@ struct GateRecord {
   std::string commit;  // the commit whose tree it ran against
   bool passed = false;
   int exit_code = -1;
-  std::string ended_by;  // exit, signal, timeout, ...
+  std::optional<sandbox::StopReason> ended_by;  // unset in records that predate it
   std::int64_t duration_ms = 0;
   std::string output_tail;
 };

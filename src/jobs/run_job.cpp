@@ -27,7 +27,7 @@
 namespace mullet::jobs {
 namespace {
 
-using executors::describe_stop;
+using sandbox::StopReason;
 
 // The capped logs and the tails their phases appended past the cap.
 constexpr std::size_t log_kept_bytes = worker_log_cap + (1U << 20U);
@@ -72,16 +72,16 @@ std::string snapshot_message(const JobRecord& record, int attempt) {
          "\nMullet-Attempt: " + std::to_string(attempt) + "\n";
 }
 
-std::string gate_feedback(const std::string& task, const GateRecord& gate) {
-  return task + "\n\n---\nYour previous attempt is in the work tree, but the check \"" + gate.name + "\" (`" +
-         gate.command + "`) failed on it (" +
-         (gate.ended_by == "exit" ? "exit code " + std::to_string(gate.exit_code) : describe_stop(gate.ended_by)) +
-         "). The end of its output:\n\n" + util::tail(gate.output_tail, gate_feedback_bytes) +
-         "\n\nFix the work so that this check passes.\n";
+// How a failed gate ended: "exit code 1", or what stopped it.
+std::string how_gate_ended(const GateRecord& gate) {
+  const StopReason reason = gate.ended_by.value_or(StopReason::exit);
+  return reason == StopReason::exit ? "exit code " + std::to_string(gate.exit_code) : sandbox::describe_stop(reason);
 }
 
-bool ended_normally(const sandbox::RunResult& run) {
-  return run.ended_by == "exit" || run.ended_by == "signal";
+std::string gate_feedback(const std::string& task, const GateRecord& gate) {
+  return task + "\n\n---\nYour previous attempt is in the work tree, but the check \"" + gate.name + "\" (`" +
+         gate.command + "`) failed on it (" + how_gate_ended(gate) + "). The end of its output:\n\n" +
+         util::tail(gate.output_tail, gate_feedback_bytes) + "\n\nFix the work so that this check passes.\n";
 }
 
 }  // namespace
@@ -171,7 +171,7 @@ class JobRun {
       return true;
     }
     if (remaining() <= std::chrono::seconds::zero()) {
-      finish(JobState::failed, "stopped: " + describe_stop("job_timeout"));
+      finish(JobState::failed, "stopped: " + sandbox::describe_stop(StopReason::job_timeout));
       return true;
     }
     return false;
@@ -192,14 +192,16 @@ class JobRun {
     for (const auto& dir : existing_top_level_dirs(m_paths, m_settings.run.dependency_dirs)) {
       if (std::find(before.begin(), before.end(), dir) == before.end()) m_dependency_dirs.push_back(dir);
     }
-    if (ended_normally(run) && run.status.success()) return true;
-    if (run.ended_by == "cancelled") {
-      finish(JobState::cancelled, "cancelled by signal");
-    } else if (run.ended_by == "refused") {
-      finish(JobState::refused, "the wall check inside the sandbox failed");
+    const bool by_itself = sandbox::ended_by_itself(run.ended_by);
+    if (by_itself && run.status.success()) return true;
+    const JobState state = state_after(run.ended_by);
+    if (state == JobState::cancelled) {
+      finish(state, "cancelled by signal");
+    } else if (state == JobState::refused) {
+      finish(state, "the wall check inside the sandbox failed");
     } else {
-      finish(JobState::failed, "the setup phase failed (" +
-                                   (ended_normally(run) ? run.status.describe() : describe_stop(run.ended_by)) + ")");
+      finish(state, "the setup phase failed (" +
+                        (by_itself ? run.status.describe() : sandbox::describe_stop(run.ended_by)) + ")");
     }
     return false;
   }
@@ -253,14 +255,11 @@ class JobRun {
     // What the worker did so far is kept whatever ended it.
     const git_oid commit = take_snapshot(number, parent);
     AttemptRecord& attempt = current_attempt();
-    if (run.ended_by == "cancelled") {
-      attempt.error = "cancelled by signal";
-      finish(JobState::cancelled, attempt.error);
-      return Verdict::stop;
-    }
-    if (run.ended_by == "refused") {
-      attempt.error = "the wall check inside the sandbox failed";
-      finish(JobState::refused, attempt.error);
+    // The executor judges the rest, its own refusal (worker_refused) included.
+    if (run.ended_by == StopReason::cancelled || run.ended_by == StopReason::refused) {
+      attempt.error =
+          run.ended_by == StopReason::cancelled ? "cancelled by signal" : "the wall check inside the sandbox failed";
+      finish(state_after(run.ended_by), attempt.error);
       return Verdict::stop;
     }
     if (outcome.kind != executors::WorkerOutcome::Kind::success) {
@@ -274,23 +273,21 @@ class JobRun {
       GateRecord result = run_gate(gate, commit);
       current_attempt().gates.push_back(result);
       save();
-      if (result.ended_by == "cancelled") {
-        finish(JobState::cancelled, "cancelled by signal");
+      if (result.passed) continue;
+      const JobState state = state_after(result.ended_by.value_or(StopReason::exit));
+      if (state == JobState::cancelled) {
+        finish(state, "cancelled by signal");
         return Verdict::stop;
       }
-      if (result.ended_by == "refused") {
-        finish(JobState::refused, "the wall check inside the sandbox of gate " + gate.name + " failed");
+      if (state == JobState::refused) {
+        finish(state, "the wall check inside the sandbox of gate " + gate.name + " failed");
         return Verdict::stop;
       }
-      if (!result.passed) {
-        finish(JobState::failed,
-               "gate " + gate.name + " failed (" +
-                   (result.ended_by == "exit" ? "exit code " + std::to_string(result.exit_code)
-                                              : describe_stop(result.ended_by)) +
-                   ")" + (attempt.number > 1 ? " after " + std::to_string(attempt.number) + " attempts" : ""),
-               "see its output with: git mullet show " + m_record.id);
-        return Verdict::gate_failed;
-      }
+      finish(state,
+             "gate " + gate.name + " failed (" + how_gate_ended(result) + ")" +
+                 (attempt.number > 1 ? " after " + std::to_string(attempt.number) + " attempts" : ""),
+             "see its output with: git mullet show " + m_record.id);
+      return Verdict::gate_failed;
     }
     finish(m_record.result.empty() ? JobState::no_changes : JobState::succeeded, "");
     return Verdict::done;
@@ -354,7 +351,7 @@ class JobRun {
     result.exit_code = run.status.code;
     result.ended_by = run.ended_by;
     result.duration_ms = run.duration_ms;
-    result.passed = run.ended_by == "exit" && run.status.code == 0;
+    result.passed = run.ended_by == StopReason::exit && run.status.code == 0;
     result.output_tail = record.output_tail;
     return result;
   }

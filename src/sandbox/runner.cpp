@@ -229,10 +229,10 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
     return static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize;
   };
   const std::uint64_t free_at_start = free_bytes();
-  std::string kill_reason;
+  std::optional<StopReason> kill_reason;
   char buffer[65536];
-  auto kill_sandbox = [&](const std::string& reason) {
-    if (kill_reason.empty()) {
+  auto kill_sandbox = [&](StopReason reason) {
+    if (!kill_reason) {
       kill_reason = reason;
       child.kill(SIGKILL);
     }
@@ -296,13 +296,15 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
         }
       }
     }
-    if (util::cancel_requested()) kill_sandbox("cancelled");
+    if (util::cancel_requested()) kill_sandbox(StopReason::cancelled);
     if (io.poll) {
-      if (const std::string reason = io.poll(); !reason.empty()) kill_sandbox(reason);
+      if (const auto reason = io.poll()) kill_sandbox(*reason);
     }
-    if (plan.limits.wall_seconds > 0 && now - started > plan.limits.wall_seconds * 1000) kill_sandbox("timeout");
+    if (plan.limits.wall_seconds > 0 && now - started > plan.limits.wall_seconds * 1000) {
+      kill_sandbox(StopReason::timeout);
+    }
     if (plan.limits.inactivity_seconds > 0 && now - last_activity > plan.limits.inactivity_seconds * 1000) {
-      kill_sandbox("inactivity");
+      kill_sandbox(StopReason::inactivity);
     }
     if (plan.limits.memory_mb > 0 && now - last_memory_check >= 500) {
       last_memory_check = now;
@@ -312,14 +314,14 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
       const std::uint64_t shared_growth = shared_now > shared_memory_at_start ? shared_now - shared_memory_at_start : 0;
       if (tree_resident_bytes(pid) + shared_growth >
           static_cast<std::uint64_t>(plan.limits.memory_mb) * 1024ULL * 1024ULL) {
-        kill_sandbox("memory");
+        kill_sandbox(StopReason::memory);
       }
     }
     if (now - last_stall_check >= 500) {
       last_stall_check = now;
       // Twice in a row: /proc is read one process at a time, not at once.
       stalled_checks = sandbox_stalled(pid) ? stalled_checks + 1 : 0;
-      if (stalled_checks >= 2) kill_sandbox("stalled");
+      if (stalled_checks >= 2) kill_sandbox(StopReason::stalled);
     }
     if (disk_bytes > 0 && now - last_disk_glance >= 250) {
       last_disk_glance = now;
@@ -327,12 +329,12 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
       const std::uint64_t consumed = free_at_start > free_now ? free_at_start - free_now : 0;
       // Other writers share the file system, so the glance alone only ends a
       // job at twice the limit; past the limit it brings the exact walk forward.
-      if (consumed > 2 * disk_bytes) kill_sandbox("disk");
+      if (consumed > 2 * disk_bytes) kill_sandbox(StopReason::disk);
       if (consumed > disk_bytes || now - last_disk_walk >= disk_walk_interval) {
         last_disk_walk = now;
         std::uint64_t used = io.disk_bytes_outside ? io.disk_bytes_outside() : 0;
         for (const auto& path : writable) used += util::disk_usage(path, disk_bytes);
-        if (used > disk_bytes) kill_sandbox("disk");
+        if (used > disk_bytes) kill_sandbox(StopReason::disk);
         disk_walk_interval = std::clamp<std::int64_t>(20 * (util::monotonic_ms() - now), 250, 5000);
       }
     }
@@ -341,20 +343,20 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   result.status = child.wait();
   result.duration_ms = util::monotonic_ms() - started;
 
-  if (report_text.rfind("ok\n", 0) != 0 && kill_reason.empty()) {
+  if (report_text.rfind("ok\n", 0) != 0 && !kill_reason) {
     std::string why = util::trim(report_text.rfind("fail: ", 0) == 0 ? report_text.substr(6) : recent_output);
     if (why.empty()) why = "bubblewrap ended (" + result.status.describe() + ") before the sandbox was ready";
     throw refused_error("the sandbox for the " + plan.phase + " phase could not be set up, so nothing ran: " + why,
                         diagnose_bwrap_failure(why));
   }
-  if (!kill_reason.empty()) {
-    result.ended_by = kill_reason;
+  if (kill_reason) {
+    result.ended_by = *kill_reason;
   } else if (result.status.exited() && result.status.code == wall_check_failed_code && report_text != "ok\n") {
-    result.ended_by = "refused";
+    result.ended_by = StopReason::refused;
   } else if (result.status.signal == SIGXFSZ || result.status.code == 128 + SIGXFSZ) {
-    result.ended_by = "disk";
+    result.ended_by = StopReason::disk;
   } else {
-    result.ended_by = result.status.exited() ? "exit" : "signal";
+    result.ended_by = result.status.exited() ? StopReason::exit : StopReason::signal;
   }
   return result;
 }

@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "sandbox/plan.hpp"
+#include "sandbox/stop_reason.hpp"
 #include "util/process.hpp"
 
 namespace mullet::sandbox {
@@ -16,9 +18,9 @@ struct RunIo {
   std::string stdin_data;                           // fed when plan.feeds_stdin, then closed
   std::function<void(std::string_view)> on_output;  // stdout, and stderr unless on_error_output is set
   std::function<void(std::string_view)> on_error_output;
-  // Called every few hundred milliseconds while the sandbox runs; a non-empty
-  // answer kills the sandbox and becomes RunResult::ended_by.
-  std::function<std::string()> poll;
+  // Called every few hundred milliseconds while the sandbox runs; a reason
+  // kills the sandbox and becomes RunResult::ended_by.
+  std::function<std::optional<StopReason>()> poll;
   // Bytes the caller keeps on disk for this sandbox outside its writable
   // binds (the logs of its output): they count against limits.disk_mb too.
   std::function<std::uint64_t()> disk_bytes_outside;
@@ -29,7 +31,7 @@ struct RunResult {
   // exit, signal, timeout, inactivity, memory, disk, cancelled, refused (the
   // wall check), stalled (nothing left inside could run), or what
   // RunIo::poll answered
-  std::string ended_by;
+  StopReason ended_by = StopReason::exit;
   std::int64_t duration_ms = 0;
 };
 

@@ -683,6 +683,7 @@ echo '$result'"
   expect_job 3
   assert_eq "$(json_field "$JOB_JSON" state)" refused
   assert_contains "$(json_field "$JOB_JSON" error)" "permission mode is 'default'" "error"
+  assert_eq "$(json_get "$JOB_JSON" '.phases[0].ended_by')" worker_refused "the worker phase's end"
   [ "$SECONDS_TAKEN" -lt 30 ] || fail "the refusal took ${SECONDS_TAKEN}s"
   assert_absent "$(job_dir "$JOB")/work/woke-up"
   assert_eq "$(json_field "$JOB_JSON" result)" null "result"

@@ -206,12 +206,14 @@ test_numbers_that_are_not_finite_or_out_of_range_are_refused() {
   every_reader_refuses "$JOB" format
 }
 
-test_unknown_state_and_executor_are_refused() {
+test_unknown_state_executor_and_stop_reason_are_refused() {
   real_job
   forge "$JOB" "r['state'] = 'owned'"
   every_reader_refuses "$JOB" state
   forge "$JOB" "r['executor'] = 'sh'"
   every_reader_refuses "$JOB" executor
+  forge "$JOB" "r['phases'][0]['ended_by'] = 'owned'"
+  every_reader_refuses "$JOB" "phases[0].ended_by"
 }
 
 # resume replays run_flags: a forged one must not choose what only the user

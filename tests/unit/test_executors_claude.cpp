@@ -32,6 +32,7 @@ using mullet::ExitCode;
 using mullet::executors::Progress;
 using mullet::executors::progress_text;
 using mullet::executors::WorkerOutcome;
+using mullet::sandbox::StopReason;
 using nlohmann::json;
 using Strings = std::vector<std::string>;
 
@@ -319,7 +320,7 @@ claude::StreamState state_of(std::string_view jsonl) {
 
 claude::RunFacts exited(int code, std::string stderr_text = {}) {
   claude::RunFacts facts;
-  facts.ended_by = "exit";
+  facts.ended_by = StopReason::exit;
   facts.exit_code = code;
   facts.stderr_text = std::move(stderr_text);
   return facts;
@@ -1278,7 +1279,7 @@ TEST_CASE("judge: ended with no result") {
   }
   SUBCASE("after init, killed by a signal") {
     claude::RunFacts facts;
-    facts.ended_by = "signal";
+    facts.ended_by = StopReason::signal;
     facts.exit_code = -1;
     const WorkerOutcome outcome = claude::judge(state_of(without_result(kSuccessRun)), facts);
     CHECK(outcome.kind == WorkerOutcome::Kind::failed);
@@ -1291,9 +1292,11 @@ TEST_CASE("judge: ended with no result") {
 }
 
 TEST_CASE("judge: stopped by one of git-mullet's limits") {
-  const Strings limits = {"timeout", "job_timeout", "inactivity", "memory", "disk",
-                          "turns",   "cost",        "cancelled",  "refused"};
-  const auto stopped = [](const std::string& ended_by) {
+  const std::vector<StopReason> limits = {StopReason::timeout,   StopReason::job_timeout, StopReason::inactivity,
+                                          StopReason::memory,    StopReason::disk,        StopReason::stalled,
+                                          StopReason::turns,     StopReason::cost,        StopReason::budget,
+                                          StopReason::cancelled, StopReason::refused,     StopReason::worker_refused};
+  const auto stopped = [](StopReason ended_by) {
     claude::RunFacts facts;
     facts.ended_by = ended_by;
     facts.exit_code = -1;
@@ -1301,21 +1304,21 @@ TEST_CASE("judge: stopped by one of git-mullet's limits") {
   };
   SUBCASE("mid-run") {
     for (const auto& ended_by : limits) {
-      INFO("ended_by: " << ended_by);
+      INFO("ended_by: " << mullet::sandbox::stop_name(ended_by));
       const WorkerOutcome outcome = claude::judge(state_of(without_result(kSuccessRun)), stopped(ended_by));
       CHECK(outcome.kind == WorkerOutcome::Kind::failed);
       // The runner's word first, then what it means (describe_stop).
-      CHECK(outcome.error.rfind("the worker was stopped: " + ended_by, 0) == 0);
-      CHECK(outcome.error == "the worker was stopped: " + mullet::executors::describe_stop(ended_by));
+      CHECK(outcome.error.rfind("the worker was stopped: " + mullet::sandbox::stop_name(ended_by) + ": ", 0) == 0);
+      CHECK(outcome.error == "the worker was stopped: " + mullet::sandbox::describe_stop(ended_by));
       CHECK(outcome.report.turns == 4);
     }
   }
   SUBCASE("even after a successful result") {
     for (const auto& ended_by : limits) {
-      INFO("ended_by: " << ended_by);
+      INFO("ended_by: " << mullet::sandbox::stop_name(ended_by));
       const WorkerOutcome outcome = claude::judge(state_of(kSuccessRun), stopped(ended_by));
       CHECK(outcome.kind == WorkerOutcome::Kind::failed);
-      CHECK(outcome.error.rfind("the worker was stopped: " + ended_by, 0) == 0);
+      CHECK(outcome.error.rfind("the worker was stopped: " + mullet::sandbox::stop_name(ended_by), 0) == 0);
       CHECK(outcome.report.status == "done");  // the record still says what it claimed
     }
   }
@@ -1323,7 +1326,7 @@ TEST_CASE("judge: stopped by one of git-mullet's limits") {
 
 TEST_CASE("judge: refused when init showed Claude Code not running as asked") {
   claude::RunFacts facts;
-  facts.ended_by = "stopped: permission mode is 'default'";
+  facts.ended_by = StopReason::worker_refused;
   facts.exit_code = -1;
   facts.refusal = "permission mode is 'default'";
   SUBCASE("stopped right after init") {
@@ -1337,7 +1340,7 @@ TEST_CASE("judge: refused when init showed Claude Code not running as asked") {
     CHECK(contains(outcome.hint, "doctor"));
   }
   SUBCASE("a refusal wins over a result that claims success") {
-    facts.ended_by = "exit";
+    facts.ended_by = StopReason::exit;
     facts.exit_code = 0;
     CHECK(claude::judge(state_of(kSuccessRun), facts).kind == WorkerOutcome::Kind::refused);
   }

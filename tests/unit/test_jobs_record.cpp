@@ -20,6 +20,7 @@ using mullet::jobs::state_name;
 using mullet::jobs::summary_json;
 using mullet::jobs::to_json;
 using mullet::jobs::WorkerReport;
+using mullet::sandbox::StopReason;
 using nlohmann::json;
 
 namespace {
@@ -42,13 +43,13 @@ JobRecord full_record() {
   record.phases.push_back(PhaseRecord{"worker",
                                       {"sh", "-c", "make fix"},
                                       0,
-                                      "exit",
+                                      StopReason::exit,
                                       1234,
                                       "done\n",
                                       {"api.example:443"},
                                       nlohmann::json::array({{{"host", "api.example"}, {"allowed", true}}})});
-  record.phases.push_back(
-      PhaseRecord{"gate:test", {"make", "test"}, 2, "timeout", 60000, "FAIL x\n", {}, nlohmann::json::array()});
+  record.phases.push_back(PhaseRecord{
+      "gate:test", {"make", "test"}, 2, StopReason::timeout, 60000, "FAIL x\n", {}, nlohmann::json::array()});
   record.snapshot_warnings = {"skipped a socket: run/x.sock", "skipped a fifo"};
   record.runner.pid = 4242;
   record.runner.start_ticks = 9876543210123ULL;
@@ -226,7 +227,7 @@ TEST_CASE("record_from_json requires id, state and base and fills defaults for t
   CHECK(back.phases[0].command.empty());
   CHECK(back.phases[0].exit_code == -1);
   CHECK(back.phases[0].duration_ms == 0);
-  CHECK(back.phases[0].ended_by.empty());
+  CHECK_FALSE(back.phases[0].ended_by.has_value());
   CHECK(back.runner.pid == 0);
   CHECK(back.title.empty());
   CHECK(back.result.empty());
@@ -291,6 +292,12 @@ TEST_CASE("record_from_json refuses every field of the wrong type, size or conte
   CHECK(damaged_field([](json& r) { r["state"] = "pwned"; }) == "state");
   CHECK(damaged_field([](json& r) { r["state"] = 3; }) == "state");
   CHECK(damaged_field([](json& r) { r["executor"] = "sh"; }) == "executor");
+  CHECK(damaged_field([](json& r) { r["phases"][0]["ended_by"] = "exploded"; }) == "phases[0].ended_by");
+  CHECK(damaged_field([](json& r) { r["phases"][0]["ended_by"] = "Exit"; }) == "phases[0].ended_by");
+  CHECK(damaged_field([](json& r) { r["phases"][0]["ended_by"] = 0; }) == "phases[0].ended_by");
+  CHECK(damaged_field([](json& r) {
+          r["attempts"] = json::array({{{"number", 1}, {"gates", json::array({{{"ended_by", "timeout "}}})}}});
+        }) == "attempts[0].gates[0].ended_by");
   // Numbers.
   CHECK(damaged_field([](json& r) { r["format"] = 2; }) == "format");
   CHECK(damaged_field([](json& r) { r["format"] = "1"; }) == "format");
@@ -325,6 +332,38 @@ TEST_CASE("record_from_json refuses every field of the wrong type, size or conte
         }) == "snapshot_warnings");
 }
 
+TEST_CASE("every stop reason is written by its name and read back") {
+  for (const auto& name : mullet::sandbox::stop_names()) {
+    INFO(name);
+    const auto reason = mullet::sandbox::parse_stop_reason(name);
+    REQUIRE(reason.has_value());
+    JobRecord record = full_record();
+    record.phases[0].ended_by = *reason;
+    record.attempts.push_back({1, "", "", {}});
+    record.attempts[0].gates.push_back({"g", "true", std::string(40, 'b'), false, 1, *reason, 5, ""});
+    const json written = to_json(record);
+    CHECK(written["phases"][0]["ended_by"] == name);
+    CHECK(written["attempts"][0]["gates"][0]["ended_by"] == name);
+    const JobRecord back = record_from_json(json::parse(written.dump()), record.id);
+    CHECK(back.phases[0].ended_by == reason);
+    CHECK(back.attempts[0].gates[0].ended_by == reason);
+  }
+}
+
+TEST_CASE("a phase without a stop reason is written as older records have it") {
+  JobRecord record = full_record();
+  record.phases[0].ended_by.reset();
+  const json written = to_json(record);
+  CHECK(written["phases"][0]["ended_by"] == "");
+  CHECK_FALSE(record_from_json(written, record.id).phases[0].ended_by.has_value());
+}
+
+TEST_CASE("an executor's refusal in an older record reads as worker_refused") {
+  json written = to_json(full_record());
+  written["phases"][0]["ended_by"] = "stopped: permission mode is 'default'";
+  CHECK(record_from_json(written).phases[0].ended_by == StopReason::worker_refused);
+}
+
 TEST_CASE("to_json writes only what record_from_json accepts") {
   // Whatever a worker or a run puts in a record, the record can be read back:
   // a job must never become "damaged" by its own output.
@@ -343,7 +382,7 @@ TEST_CASE("to_json writes only what record_from_json accepts") {
   for (int i = 0; i < 10010; ++i) record.report.permission_denials.push_back(json::object());
   record.attempts.push_back({1, std::string(40, 'b'), "\x1b", {}});
   record.attempts[0].gates.push_back(
-      {"t\x1b", std::string(70000, 'g'), std::string(40, 'b'), false, 1, "exit", 5, "x"});
+      {"t\x1b", std::string(70000, 'g'), std::string(40, 'b'), false, 1, StopReason::exit, 5, "x"});
   JobRecord back;
   REQUIRE_NOTHROW(back = record_from_json(json::parse(to_json(record).dump()), "0123abcdef"));
   CHECK(back.title.rfind("tab\there and \x1b[31mred", 0) == 0);
