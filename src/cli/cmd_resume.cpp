@@ -2,7 +2,8 @@
 #include <memory>
 
 #include "cli/commands.hpp"
-#include "jobs/run_job.hpp"
+#include "jobs/resume.hpp"
+#include "jobs/run_flags.hpp"
 #include "jobs/store.hpp"
 
 namespace mullet::cli {

@@ -8,6 +8,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/detach.hpp"
+#include "jobs/dry_run.hpp"
+#include "jobs/run_flags.hpp"
 #include "jobs/run_job.hpp"
 #include "sandbox/plan.hpp"
 #include "util/error.hpp"

@@ -16,7 +16,7 @@
 #include "executors/claude_stream.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
-#include "jobs/run_job.hpp"
+#include "jobs/record.hpp"
 #include "jobs/store.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"

@@ -12,7 +12,7 @@
 #include "config/config.hpp"
 #include "git/repository.hpp"
 #include "jobs/record.hpp"
-#include "jobs/run_job.hpp"
+#include "jobs/run_request.hpp"
 
 namespace mullet::cli {
 

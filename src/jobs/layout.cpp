@@ -17,7 +17,17 @@ JobPaths job_paths(const git::Repository& repo, const std::string& id) {
   paths.worker_log = paths.root + "/worker.log";
   paths.events_log = paths.root + "/events.jsonl";
   paths.executor_files = paths.root + "/etc";
+  paths.empty_file = paths.root + "/empty";
+  paths.gate = paths.root + "/gate";
   return paths;
+}
+
+SandboxDirs worker_dirs(const JobPaths& paths) {
+  return {paths.work_tree, paths.git_dir, paths.home};
+}
+
+SandboxDirs gate_dirs(const JobPaths& paths) {
+  return {paths.gate + "/work", paths.gate + "/git", paths.gate + "/home"};
 }
 
 }  // namespace mullet::jobs

@@ -17,9 +17,21 @@ struct JobPaths {
   std::string worker_log;      // the worker's output while it runs
   std::string events_log;      // the worker's event stream, for executors that have one
   std::string executor_files;  // files the executor generated (read-only inside)
+  std::string empty_file;      // bound over what a sandbox must not see
+  std::string gate;            // a gate's checkout, made afresh for each gate
+};
+
+// The directories one sandbox gets: the job's clone, or a gate's checkout.
+struct SandboxDirs {
+  std::string work_tree;
+  std::string git_dir;
+  std::string home;
 };
 
 std::string jobs_directory(const git::Repository& repo);
 JobPaths job_paths(const git::Repository& repo, const std::string& id);
+// The setup's and the worker's sandbox: the job's clone.
+SandboxDirs worker_dirs(const JobPaths& paths);
+SandboxDirs gate_dirs(const JobPaths& paths);
 
 }  // namespace mullet::jobs

@@ -131,7 +131,7 @@ sandbox::Plan plan_for(const git::Repository& repo, const config::Settings& sett
   if (util::exists(in.objects_dir + "/info/alternates")) in.dirs_with_alternates.push_back(in.objects_dir);
   in.home_dir = dirs.home;
   in.helper_binary = util::self_executable();
-  in.empty_file = paths.root + "/empty";
+  in.empty_file = paths.empty_file;
   in.tmp_name = "mullet-" + util::random_hex(4);
   in.root_entries = sandbox::scan_host_root();
   in.host_env = sandbox::current_environment();

@@ -22,13 +22,6 @@
 
 namespace mullet::jobs {
 
-// The directories one sandbox gets: the job's clone, or a gate's checkout.
-struct SandboxDirs {
-  std::string work_tree;
-  std::string git_dir;
-  std::string home;
-};
-
 // What one phase runs, before it becomes a sandbox plan.
 struct PhaseSpec {
   std::string name;  // setup, worker, gate:<name>
@@ -56,7 +49,7 @@ sandbox::Plan plan_for(const git::Repository& repo, const config::Settings& sett
                        const std::optional<UidRange>& uids);
 
 // The caps on a job's log files. They equal what the record keeps of each
-// (run_job.cpp), so the record can carry the capped file whole; both count
+// (run_to_end.cpp), so the record can carry the capped file whole; both count
 // against limits.disk_mb.
 inline constexpr std::uint64_t worker_log_cap = 8U << 20U;
 inline constexpr std::uint64_t events_log_cap = 32U << 20U;

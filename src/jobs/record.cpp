@@ -380,6 +380,19 @@ bool is_final(JobState state) {
   return state != JobState::running;
 }
 
+int exit_code_for(JobState state) {
+  switch (state) {
+    case JobState::succeeded:
+    case JobState::no_changes:
+    case JobState::running: return static_cast<int>(ExitCode::ok);
+    case JobState::refused: return static_cast<int>(ExitCode::refused);
+    case JobState::failed:
+    case JobState::cancelled:
+    case JobState::interrupted: return static_cast<int>(ExitCode::job_failed);
+  }
+  return static_cast<int>(ExitCode::job_failed);
+}
+
 JobState state_after(sandbox::StopReason reason) {
   switch (reason) {
     case sandbox::StopReason::cancelled: return JobState::cancelled;

@@ -23,6 +23,8 @@ bool is_final(JobState state);
 // failed: cancelled, refused (the wall check, or the worker as its executor
 // saw it start), else failed.
 JobState state_after(sandbox::StopReason reason);
+// What `run`, `resume` and `wait` exit with for a job in `state`.
+int exit_code_for(JobState state);
 
 struct PhaseRecord {
   std::string name;  // setup, worker, gate:<name>

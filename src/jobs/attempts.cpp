@@ -1,0 +1,216 @@
+#include "jobs/attempts.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "jobs/gates.hpp"
+#include "jobs/layout.hpp"
+#include "jobs/phases.hpp"
+#include "jobs/snapshot_attempt.hpp"
+#include "jobs/workspace.hpp"
+#include "util/clock.hpp"
+#include "util/fs.hpp"
+#include "util/signals.hpp"
+
+namespace mullet::jobs {
+namespace {
+
+using sandbox::StopReason;
+
+class JobRun {
+ public:
+  explicit JobRun(const JobRunContext& job)
+      : m_job(job),
+        m_settings(job.settings),
+        m_record(job.record),
+        m_paths(job_paths(job.repo, job.record.id)),
+        m_started(util::monotonic_ms()) {}
+
+  std::string run(const git_oid& start, const std::string& first_prompt) {
+    make_private_job_dir(m_job.repo, m_record.id);
+    if (!util::exists(m_paths.empty_file)) util::write_file(m_paths.empty_file, "", 0444);
+    make_sandbox_clone(m_job.repo, start, worker_dirs(m_paths), m_job.sandbox_uid);
+    PhaseRunner phases(m_job.repo, m_settings, m_paths, m_job.request.show_worker_output, m_job.sandbox_uid);
+    m_phases = &phases;
+
+    if (!m_settings.run.setup.empty() && !run_setup()) return m_hint;
+
+    git_oid parent = start;
+    std::string prompt = first_prompt;
+    const int attempts = m_settings.run.attempts;
+    const int first_number = static_cast<int>(m_record.attempts.size()) + 1;
+    for (int number = first_number; number < first_number + attempts; ++number) {
+      // The attempt is in the record from its start, so every save of the
+      // record (after the snapshot, after each gate) keeps what it did.
+      m_record.attempts.push_back({});
+      m_record.attempts.back().number = number;
+      const bool last = number == first_number + attempts - 1;
+      const auto verdict = run_attempt(number, prompt, parent);
+      const AttemptRecord& attempt = m_record.attempts.back();
+      if (verdict != Verdict::gate_failed || last) break;
+      prompt = gate_feedback(first_prompt, attempt.gates.back());
+      if (!attempt.result.empty()) parent = git::oid_from_string(attempt.result);
+    }
+    return m_hint;
+  }
+
+ private:
+  enum class Verdict { done, stop, gate_failed };
+
+  std::chrono::seconds remaining() const {
+    return m_settings.limits.job_timeout - std::chrono::seconds((util::monotonic_ms() - m_started) / 1000);
+  }
+
+  // The phase's limit, clipped to what remains of the job's.
+  void clip_to_job(PhaseSpec& phase) const {
+    const std::chrono::seconds left = std::max(remaining(), std::chrono::seconds(1));
+    if (phase.wall_limit <= std::chrono::seconds::zero() || left < phase.wall_limit) {
+      phase.wall_limit = left;
+      phase.wall_is_job_limit = true;
+    }
+  }
+
+  bool out_of_time() {
+    if (util::cancel_requested()) {
+      finish(JobState::cancelled, "cancelled by signal");
+      return true;
+    }
+    if (remaining() <= std::chrono::seconds::zero()) {
+      finish(JobState::failed, "stopped: " + sandbox::describe_stop(StopReason::job_timeout));
+      return true;
+    }
+    return false;
+  }
+
+  void finish(JobState state, std::string error, std::string hint = {}) {
+    m_record.state = state;
+    m_record.error = std::move(error);
+    m_hint = std::move(hint);
+  }
+
+  void save() {
+    m_job.store.update(m_record.id, [&](JobRecord& stored) { stored = m_record; });
+  }
+
+  bool run_setup() {
+    const auto before = existing_top_level_dirs(m_paths, m_settings.run.dependency_dirs);
+    PhaseSpec setup = setup_phase(m_settings);
+    clip_to_job(setup);
+    const auto [run, phase] = m_phases->run(setup, worker_dirs(m_paths));
+    m_record.phases.push_back(phase);
+    for (const auto& dir : existing_top_level_dirs(m_paths, m_settings.run.dependency_dirs)) {
+      if (std::find(before.begin(), before.end(), dir) == before.end()) m_dependency_dirs.push_back(dir);
+    }
+    const bool by_itself = sandbox::ended_by_itself(run.ended_by);
+    if (by_itself && run.status.success()) return true;
+    const JobState state = state_after(run.ended_by);
+    if (state == JobState::cancelled) {
+      finish(state, "cancelled by signal");
+    } else if (state == JobState::refused) {
+      finish(state, "the wall check inside the sandbox failed");
+    } else {
+      finish(state, "the setup phase failed (" +
+                        (by_itself ? run.status.describe() : sandbox::describe_stop(run.ended_by)) + ")");
+    }
+    return false;
+  }
+
+  Verdict run_attempt(int number, const std::string& prompt, const git_oid& parent) {
+    if (out_of_time()) return Verdict::stop;
+    const auto spec = m_job.executor.prepare({prompt, m_settings, jobs_directory(m_job.repo)});
+    write_executor_files(m_paths, spec.files);
+    PhaseSpec worker = worker_phase(m_settings, m_paths, spec);
+    clip_to_job(worker);
+    for (auto& mount : read_only_mounts(m_paths, m_dependency_dirs)) worker.mounts.push_back(mount);
+    const auto session = m_job.executor.start_session(m_job.request.show_worker_output,
+                                                      {m_settings.limits.turns, m_settings.limits.cost_usd});
+    worker.session = session.get();
+    auto [run, phase] = m_phases->run(worker, worker_dirs(m_paths));
+    if (number > 1) phase.name += " (attempt " + std::to_string(number) + ")";
+    m_record.phases.push_back(phase);
+    const auto outcome = session->finish(run);
+    m_record.report = outcome.report;
+
+    // What the worker did so far is kept whatever ended it; the record
+    // follows each attempt, so a crash later loses nothing.
+    const git_oid commit = snapshot_attempt(m_job.repo, m_paths, m_record, number, parent, m_dependency_dirs,
+                                            m_settings.limits.file_mb.bytes());
+    save();
+    AttemptRecord& attempt = m_record.attempts.back();
+    // The executor judges the rest, its own refusal (worker_refused) included.
+    if (run.ended_by == StopReason::cancelled || run.ended_by == StopReason::refused) {
+      attempt.error =
+          run.ended_by == StopReason::cancelled ? "cancelled by signal" : "the wall check inside the sandbox failed";
+      finish(state_after(run.ended_by), attempt.error);
+      return Verdict::stop;
+    }
+    if (outcome.kind != executors::WorkerOutcome::Kind::success) {
+      attempt.error = outcome.error;
+      finish(outcome.kind == executors::WorkerOutcome::Kind::refused ? JobState::refused : JobState::failed,
+             outcome.error, outcome.hint);
+      return Verdict::stop;
+    }
+    return run_gates(commit);
+  }
+
+  Verdict run_gates(const git_oid& commit) {
+    const int number = m_record.attempts.back().number;
+    for (const auto& gate : job_gates(m_settings, m_job.request.gates)) {
+      if (out_of_time()) return Verdict::stop;
+      const GateRecord result = run_gate(gate, commit);
+      m_record.attempts.back().gates.push_back(result);
+      save();
+      if (result.passed) continue;
+      const JobState state = state_after(result.ended_by.value_or(StopReason::exit));
+      if (state == JobState::cancelled) {
+        finish(state, "cancelled by signal");
+        return Verdict::stop;
+      }
+      if (state == JobState::refused) {
+        finish(state, "the wall check inside the sandbox of gate " + gate.name + " failed");
+        return Verdict::stop;
+      }
+      finish(state,
+             "gate " + gate.name + " failed (" + how_gate_ended(result) + ")" +
+                 (number > 1 ? " after " + std::to_string(number) + " attempts" : ""),
+             "see its output with: git mullet show " + m_record.id);
+      return Verdict::gate_failed;
+    }
+    finish(m_record.result.empty() ? JobState::no_changes : JobState::succeeded, "");
+    return Verdict::done;
+  }
+
+  // Runs one gate in a fresh checkout of exactly `commit`: nothing it writes
+  // can reach the result, and no gate sees what another wrote.
+  GateRecord run_gate(const config::Gate& gate, const git_oid& commit) {
+    util::remove_tree(m_paths.gate);
+    const SandboxDirs dirs = gate_dirs(m_paths);
+    make_private_job_dir(m_job.repo, m_record.id, "gate");
+    make_sandbox_clone(m_job.repo, commit, dirs, m_job.sandbox_uid);
+    PhaseSpec phase = gate_phase(m_settings, gate);
+    clip_to_job(phase);
+    // The dependencies setup installed, read-only, as the worker saw them.
+    for (auto& mount : read_only_mounts(m_paths, m_dependency_dirs)) phase.mounts.push_back(mount);
+    const auto [run, record] = m_phases->run(phase, dirs);
+    m_record.phases.push_back(record);
+    util::remove_tree(m_paths.gate);
+    return gate_record(gate, commit, run, record);
+  }
+
+  const JobRunContext& m_job;
+  const config::Settings& m_settings;
+  JobRecord& m_record;
+  JobPaths m_paths;
+  std::int64_t m_started;
+  PhaseRunner* m_phases = nullptr;
+  std::vector<std::string> m_dependency_dirs;
+  std::string m_hint;
+};
+
+}  // namespace
+
+std::string run_attempts(const JobRunContext& job, const git_oid& start, const std::string& first_prompt) {
+  return JobRun(job).run(start, first_prompt);
+}
+
+}  // namespace mullet::jobs

@@ -1,0 +1,35 @@
+// One job's run: setup, then attempts of worker, snapshot and gates, until
+// the gates pass, the attempts run out or a limit ends it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+#include "config/settings.hpp"
+#include "executors/executor.hpp"
+#include "git/repository.hpp"
+#include "jobs/record.hpp"
+#include "jobs/run_request.hpp"
+#include "jobs/store.hpp"
+
+namespace mullet::jobs {
+
+struct JobRunContext {
+  const git::Repository& repo;
+  const config::Settings& settings;
+  JobStore& store;
+  JobRecord& record;  // in the store already; saved after each snapshot and gate
+  const RunRequest& request;
+  const executors::Executor& executor;
+  std::optional<uid_t> sandbox_uid;  // as root: the host uid the job's sandboxes run as
+};
+
+// Sets up the clone at `start` (the base, or the last snapshot when resuming)
+// and runs the job to its end state: record.state and record.error say it.
+// Returns what the user can do about record.error. Throws what it cannot
+// record (the clone failed, a sandbox could not be built).
+std::string run_attempts(const JobRunContext& job, const git_oid& start, const std::string& first_prompt);
+
+}  // namespace mullet::jobs

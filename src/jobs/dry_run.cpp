@@ -1,0 +1,38 @@
+#include "jobs/dry_run.hpp"
+
+#include <unistd.h>
+
+#include <optional>
+
+#include "executors/executor.hpp"
+#include "jobs/gates.hpp"
+#include "jobs/layout.hpp"
+#include "jobs/phases.hpp"
+#include "jobs/slots.hpp"
+
+namespace mullet::jobs {
+
+std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::Settings& settings,
+                                     const std::string& job_id, const std::string& prompt,
+                                     const std::vector<config::Gate>& extra_gates) {
+  const auto executor = executors::make_executor(settings.run.executor);
+  const auto spec = executor->prepare({prompt, settings, jobs_directory(repo)});
+  const JobPaths paths = job_paths(repo, job_id);
+  const SandboxDirs dirs = worker_dirs(paths);
+  const std::string socket_placeholder = "/tmp/mullet-proxy-XXXXXX/proxy.sock";
+  const std::optional<UidRange> uids =
+      ::geteuid() == 0 ? std::optional<UidRange>(sandbox_uid_range(settings.sandbox)) : std::nullopt;
+  std::vector<sandbox::Plan> plans;
+  if (!settings.run.setup.empty()) {
+    const auto setup = setup_phase(settings);
+    plans.push_back(plan_for(repo, settings, paths, dirs, setup, setup.grants.empty() ? "" : socket_placeholder, uids));
+  }
+  const auto worker = worker_phase(settings, paths, spec);
+  plans.push_back(plan_for(repo, settings, paths, dirs, worker, worker.grants.empty() ? "" : socket_placeholder, uids));
+  for (const auto& gate : job_gates(settings, extra_gates)) {
+    plans.push_back(plan_for(repo, settings, paths, gate_dirs(paths), gate_phase(settings, gate), "", uids));
+  }
+  return plans;
+}
+
+}  // namespace mullet::jobs

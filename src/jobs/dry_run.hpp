@@ -1,0 +1,20 @@
+// `run --dry-run`: each phase's sandbox plan, as `run` would build it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/settings.hpp"
+#include "git/repository.hpp"
+#include "sandbox/plan.hpp"
+
+namespace mullet::jobs {
+
+// Setup (when configured), the worker, then each gate: the files' and
+// `extra_gates`. No job is created and no sandbox runs (the executor may
+// still probe its binary).
+std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::Settings& settings,
+                                     const std::string& job_id, const std::string& prompt,
+                                     const std::vector<config::Gate>& extra_gates = {});
+
+}  // namespace mullet::jobs

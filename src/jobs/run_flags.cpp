@@ -1,0 +1,81 @@
+#include "jobs/run_flags.hpp"
+
+#include "jobs/layout.hpp"
+#include "util/error.hpp"
+#include "util/fs.hpp"
+
+namespace mullet::jobs {
+namespace {
+
+constexpr const char* local_run_flags_file = "run-flags.json";
+constexpr std::size_t local_run_flags_max_bytes = 1U << 20U;
+
+}  // namespace
+
+nlohmann::json run_flags_json(const config::Config& config, const std::vector<config::Gate>& gates) {
+  nlohmann::json values = nlohmann::json::object();
+  for (const auto& [key, entry] : config.entries()) {
+    if (entry.source != config::Source::flag) continue;
+    if (const auto* text = std::get_if<std::string>(&entry.value)) values[key] = *text;
+    if (const auto* number = std::get_if<std::int64_t>(&entry.value)) values[key] = *number;
+  }
+  nlohmann::json gate_list = nlohmann::json::array();
+  for (const auto& gate : gates) {
+    gate_list.push_back({{"name", gate.name}, {"command", gate.command}, {"timeout", gate.timeout_seconds}});
+  }
+  return {{"config", values}, {"gates", gate_list}};
+}
+
+std::vector<config::Gate> restore_run_flags(const JobRecord& record, config::Config& config,
+                                            const std::optional<nlohmann::json>& local_run_flags) {
+  const auto& flags = record.run_flags;
+  const std::string origin = "the command line of job " + record.id;
+  if (const auto values = flags.find("config"); values != flags.end() && values->is_object()) {
+    for (const auto& [key, value] : values->items()) {
+      if (config.entries().count(key) == 0) continue;
+      // The record may come from a fetch: like a repository's .mullet.toml it
+      // may not choose what only the user's own configuration chooses.
+      const bool started_here_with_it = local_run_flags && local_run_flags->contains("config") &&
+                                        (*local_run_flags)["config"].is_object() &&
+                                        (*local_run_flags)["config"].value(key, nlohmann::json()) == value;
+      if ((key == "run.command" || key == "run.executor") && value.is_string() && !started_here_with_it &&
+          value.get<std::string>() != std::get<std::string>(config.entry(key).value)) {
+        throw usage_error(
+            "job " + record.id + "'s record asks resume to set " + key + ", which only your own configuration may set",
+            "if you started it with that " + key + ", set it in your config file and resume again");
+      }
+      if (value.is_string()) config.set_from_flag(key, value.get<std::string>(), origin);
+      if (value.is_number_integer()) config.set_from_flag(key, value.get<std::int64_t>(), origin);
+    }
+  }
+  std::vector<config::Gate> gates;
+  if (const auto list = flags.find("gates"); list != flags.end() && list->is_array()) {
+    for (const auto& gate : *list) {
+      if (!gate.is_object() || !gate.contains("command") || !gate["command"].is_string()) continue;
+      const bool named = gate.contains("name") && gate["name"].is_string();
+      const bool timed = gate.contains("timeout") && gate["timeout"].is_number_integer();
+      gates.push_back({named ? gate["name"].get<std::string>() : "gate", gate["command"].get<std::string>(),
+                       timed ? gate["timeout"].get<std::int64_t>() : 0, "--gate"});
+    }
+  }
+  return gates;
+}
+
+void save_local_run_flags(const git::Repository& repo, const std::string& id, const nlohmann::json& run_flags) {
+  util::write_file(job_paths(repo, id).root + "/" + local_run_flags_file, run_flags.dump(), 0600);
+}
+
+std::optional<nlohmann::json> local_run_flags(const git::Repository& repo, const std::string& id) {
+  try {
+    const auto text = util::read_regular_file_if_exists(job_paths(repo, id).root + "/" + local_run_flags_file,
+                                                        local_run_flags_max_bytes);
+    if (!text) return std::nullopt;
+    auto parsed = nlohmann::json::parse(*text, nullptr, false);
+    if (parsed.is_discarded() || !parsed.is_object()) return std::nullopt;
+    return parsed;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace mullet::jobs

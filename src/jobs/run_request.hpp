@@ -1,0 +1,37 @@
+// What `run` and `resume` ask of a job, and what they get back.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/settings.hpp"
+#include "git/repository.hpp"
+#include "jobs/record.hpp"
+#include "util/error.hpp"
+
+namespace mullet::jobs {
+
+struct RunRequest {
+  std::string prompt;
+  std::string title;
+  git_oid base{};
+  bool show_worker_output = true;  // stream the worker's output to stderr
+  // Called once the job's record exists (its id is known), before it waits
+  // for a slot or runs anything.
+  std::function<void(const std::string& id)> on_created;
+  std::vector<config::Gate> gates;  // --gate, besides the config's [[gate]]s
+  // What the command line added to the configuration (run_flags_json), for
+  // the record: `resume` replays it. Only a new job records it.
+  nlohmann::json run_flags = nlohmann::json::object();
+};
+
+struct RunOutcome {
+  JobRecord record;
+  ExitCode exit_code = ExitCode::ok;
+  std::string hint;  // what the user can do about record.error
+};
+
+}  // namespace mullet::jobs

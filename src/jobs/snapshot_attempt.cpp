@@ -1,0 +1,48 @@
+#include "jobs/snapshot_attempt.hpp"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "git/snapshot.hpp"
+#include "sandbox/plan.hpp"
+
+namespace mullet::jobs {
+namespace {
+
+std::string snapshot_message(const JobRecord& record, int attempt) {
+  return (record.title.empty() ? "git-mullet job " + record.id : record.title) +
+         (attempt > 1 ? " (attempt " + std::to_string(attempt) + ")" : "") + "\n\nMade by git-mullet job " + record.id +
+         " (executor: " + record.executor.name + ").\n\nMullet-Job: " + record.id +
+         "\nMullet-Attempt: " + std::to_string(attempt) + "\n";
+}
+
+}  // namespace
+
+git_oid snapshot_attempt(const git::Repository& repo, const JobPaths& paths, JobRecord& record, int number,
+                         const git_oid& parent, const std::vector<std::string>& dependency_dirs,
+                         std::uint64_t largest_file_bytes) {
+  const git_oid base = git::oid_from_string(record.base);
+  const git_oid base_tree = repo.tree_of(base);
+  const git::Snapshot snapshot =
+      git::take_snapshot(repo, {paths.git_dir, paths.work_tree}, {dependency_dirs, base_tree, largest_file_bytes});
+  for (const auto& warning : snapshot.warnings) {
+    if (std::find(record.snapshot_warnings.begin(), record.snapshot_warnings.end(), warning) ==
+        record.snapshot_warnings.end()) {
+      record.snapshot_warnings.push_back(warning);
+    }
+  }
+  git::reset_git_file(paths.work_tree, sandbox::inside::git_dir);
+  spdlog::debug("snapshot of job {}: {} files unchanged since checkout, {} read", record.id, snapshot.files_reused,
+                snapshot.files_hashed);
+  if (git_oid_cmp(&snapshot.tree, &base_tree) == 0) {
+    record.result.clear();
+    return base;
+  }
+  const git_oid commit = git::commit_snapshot(repo, snapshot.tree, parent, snapshot_message(record, number));
+  record.attempts.back().result = git::oid_to_string(commit);
+  record.result = record.attempts.back().result;
+  return commit;
+}
+
+}  // namespace mullet::jobs

@@ -1,0 +1,23 @@
+// An attempt's snapshot: what the worker left in the clone, as a commit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "git/repository.hpp"
+#include "jobs/layout.hpp"
+#include "jobs/record.hpp"
+
+namespace mullet::jobs {
+
+// Snapshots the clone's work tree as attempt `number`'s commit on top of
+// `parent` (the previous attempt's, or the base), leaving out the dependency
+// directories setup created and files larger than `largest_file_bytes`.
+// Notes the commit and the snapshot's warnings in `record` (the caller saves
+// it). Returns the commit, or the base when the tree is still the base's.
+git_oid snapshot_attempt(const git::Repository& repo, const JobPaths& paths, JobRecord& record, int number,
+                         const git_oid& parent, const std::vector<std::string>& dependency_dirs,
+                         std::uint64_t largest_file_bytes);
+
+}  // namespace mullet::jobs
