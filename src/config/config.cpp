@@ -482,16 +482,6 @@ std::string format_value(const Value& value) {
 
 }  // namespace
 
-std::string source_name(Source source) {
-  switch (source) {
-    case Source::built_in: return "built-in";
-    case Source::user_file: return "user config";
-    case Source::repo_file: return "repository config";
-    case Source::flag: return "flag";
-  }
-  return "?";
-}
-
 Config::Config() {
   for (const auto& spec : schema()) m_entries[spec.key] = Entry{spec.default_value, Source::built_in, "built-in"};
 }

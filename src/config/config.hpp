@@ -86,6 +86,4 @@ struct UserConfigLocation {
 };
 UserConfigLocation user_config_location();
 
-std::string source_name(Source source);
-
 }  // namespace mullet::config

@@ -30,7 +30,6 @@ using TreeBuilderPtr = Owned<git_treebuilder, git_treebuilder_free>;
 using SignaturePtr = Owned<git_signature, git_signature_free>;
 using ReferenceIteratorPtr = Owned<git_reference_iterator, git_reference_iterator_free>;
 using ReflogPtr = Owned<git_reflog, git_reflog_free>;
-using ConfigPtr = Owned<git_config, git_config_free>;
 
 // The one identity git-mullet signs its own commits and reflog entries with
 // (snapshots, job records, discards), stamped now.

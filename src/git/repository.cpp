@@ -73,9 +73,6 @@ std::string Repository::common_dir() const {
 std::string Repository::objects_dir() const {
   return common_dir() + "/objects";
 }
-bool Repository::is_bare() const {
-  return git_repository_is_bare(m_repo.get()) != 0;
-}
 
 git_oid Repository::resolve_commit(const std::string& rev) const {
   git_object* raw = nullptr;

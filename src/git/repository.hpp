@@ -34,7 +34,6 @@ class Repository {
   std::string git_dir() const;     // this checkout's git dir
   std::string common_dir() const;  // shared by all worktrees: refs, objects
   std::string objects_dir() const;
-  bool is_bare() const;
 
   // Resolves a revision to a commit; throws a usage error naming `rev`.
   git_oid resolve_commit(const std::string& rev) const;

@@ -376,10 +376,6 @@ std::optional<JobState> parse_state(const std::string& name) {
   return std::nullopt;
 }
 
-bool is_final(JobState state) {
-  return state != JobState::running;
-}
-
 int exit_code_for(JobState state) {
   switch (state) {
     case JobState::succeeded:

@@ -18,7 +18,6 @@ enum class JobState { running, succeeded, no_changes, failed, refused, cancelled
 
 std::string state_name(JobState state);
 std::optional<JobState> parse_state(const std::string& name);
-bool is_final(JobState state);
 // The state a job ends in when one of its phases ended for `reason` and
 // failed: cancelled, refused (the wall check, or the worker as its executor
 // saw it start), else failed.

@@ -82,8 +82,4 @@ std::string restricted_address_kind(const asio::ip::address& address) {
   return address.is_v4() ? restricted_v4_kind(address.to_v4()) : restricted_v6_kind(address.to_v6());
 }
 
-bool is_restricted_address(const asio::ip::address& address) {
-  return !restricted_address_kind(address).empty();
-}
-
 }  // namespace mullet::net

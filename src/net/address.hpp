@@ -16,6 +16,5 @@ namespace mullet::net {
 // 2001::/32) is judged by that address, so no spelling of 127.0.0.1 is
 // public; IPv6 outside global unicast (2000::/3) is reserved.
 std::string restricted_address_kind(const asio::ip::address& address);
-bool is_restricted_address(const asio::ip::address& address);
 
 }  // namespace mullet::net

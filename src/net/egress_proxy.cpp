@@ -482,9 +482,6 @@ void EgressProxy::start() {
 void EgressProxy::stop() {
   m_impl->stop();
 }
-const std::string& EgressProxy::socket_path() const {
-  return m_impl->socket_path;
-}
 std::size_t EgressProxy::active_connections() const {
   return m_impl->active();
 }

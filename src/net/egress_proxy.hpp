@@ -86,7 +86,6 @@ class EgressProxy {
   // removes the socket file. Idempotent.
   void stop();
 
-  const std::string& socket_path() const;
   // Connections currently open (any thread).
   std::size_t active_connections() const;
   // The last ProxyOptions::max_decisions decisions, oldest first (any thread).

@@ -20,10 +20,6 @@ std::string now_utc() {
   return text;
 }
 
-std::int64_t now_seconds() {
-  return static_cast<std::int64_t>(std::time(nullptr));
-}
-
 std::int64_t monotonic_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();

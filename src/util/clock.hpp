@@ -7,8 +7,6 @@ namespace mullet::util {
 
 // Current time as RFC 3339 UTC with seconds, e.g. 2026-12-02T13:53:40Z.
 std::string now_utc();
-// Seconds since the epoch.
-std::int64_t now_seconds();
 // Monotonic milliseconds, for durations.
 std::int64_t monotonic_ms();
 // A fresh random lowercase hex string of `length` characters.

@@ -487,13 +487,6 @@ TEST_CASE("describe lists every key with its value and origin") {
   CHECK(text.find("[limits]") == text.rfind("[limits]"));
 }
 
-TEST_CASE("source_name") {
-  CHECK(mullet::config::source_name(Source::built_in) == "built-in");
-  CHECK(mullet::config::source_name(Source::user_file) == "user config");
-  CHECK(mullet::config::source_name(Source::repo_file) == "repository config");
-  CHECK(mullet::config::source_name(Source::flag) == "flag");
-}
-
 TEST_CASE("a repository may never name an address, in any spelling, whatever the user allows") {
   // "*" reaches public destinations only, and only a grant naming an address
   // exactly reaches the host's own or its networks': a repository naming an
