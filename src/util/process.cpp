@@ -229,6 +229,8 @@ Child spawn(const SpawnOptions& options) {
     ::execve(argv[0], argv.data(), envp.data());
     child_fail(report_fd, "exec");
   }
+  // Ours from here: an exception before the caller has it kills and reaps it.
+  Child child(pid, options.new_session);
   report.write_end.reset();
   std::string message;
   char buffer[128];
@@ -242,14 +244,13 @@ Child spawn(const SpawnOptions& options) {
     break;
   }
   if (!message.empty()) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
+    // It is exiting; the Child reaps it as the exception leaves.
     const auto colon = message.rfind(':');
     const int error_number = std::atoi(message.c_str() + colon + 1);
     const std::string step = message.substr(0, colon);
     throw failure("cannot start " + options.argv[0] + " (" + step + "): " + errno_text(error_number));
   }
-  return Child(pid, options.new_session);
+  return child;
 }
 
 std::string ExitStatus::describe() const {
