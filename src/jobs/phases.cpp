@@ -141,7 +141,8 @@ sandbox::Plan plan_for(const git::Repository& repo, const config::Config& config
   in.command = phase.command;
   in.limits = {phase.wall_seconds, config.integer("limits.inactivity"), config.integer("limits.memory_mb"),
                config.integer("limits.processes"), config.integer("limits.disk_mb")};
-  in.network = {phase.grants, proxy_socket};
+  in.network.grants = phase.grants;
+  in.network.proxy_socket = proxy_socket;
   in.feeds_stdin = !phase.stdin_data.empty();
   if (uids) {
     in.host_uid = uids->first;
