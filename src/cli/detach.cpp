@@ -1,7 +1,6 @@
 #include "cli/detach.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -10,6 +9,7 @@
 #include <cstdio>
 #include <initializer_list>
 #include <iostream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +17,7 @@
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/fs.hpp"
+#include "util/poll_loop.hpp"
 #include "util/process.hpp"
 #include "util/signals.hpp"
 #include "util/strings.hpp"
@@ -78,37 +79,23 @@ struct Stream {
   std::string text;
 };
 
-// Waits up to timeout_ms (-1: for ever) for the open streams and reads what
-// they have; a stream is closed at its end. True when anything was read or
-// ended; false on a timeout or a signal.
-bool pump(std::initializer_list<Stream*> streams, int timeout_ms) {
-  pollfd fds[3];
-  Stream* owners[3];
-  nfds_t count = 0;
+using Next = util::PollLoop::Next;
+using Wake = util::PollLoop::Wake;
+
+// Reads the open streams (a stream is closed at its end) until none is left
+// open or `on_wake`, which runs after every wait, says to stop. With a tick
+// of 0, no wait blocks.
+void pump(std::initializer_list<Stream*> streams, const std::function<Next(const Wake&)>& on_wake,
+          std::optional<std::int64_t> tick_ms = std::nullopt) {
+  util::PollLoop loop;
   for (Stream* stream : streams) {
-    if (stream->fd && count < 3) {
-      fds[count] = {stream->fd.get(), POLLIN, 0};
-      owners[count++] = stream;
-    }
+    loop.read(stream->fd, [stream](std::string_view chunk) {
+      stream->text.append(chunk);
+      return Next::keep_going;
+    });
   }
-  if (count == 0) return false;
-  const int ready = ::poll(fds, count, timeout_ms);
-  if (ready < 0 && errno != EINTR) throw failure("poll failed: " + util::errno_text(errno));
-  if (ready <= 0) return false;
-  char buffer[65536];
-  for (nfds_t i = 0; i < count; ++i) {
-    if (fds[i].revents == 0) continue;
-    ssize_t got = 0;
-    do {
-      got = ::read(owners[i]->fd.get(), buffer, sizeof buffer);
-    } while (got < 0 && errno == EINTR);
-    if (got > 0) {
-      owners[i]->text.append(buffer, static_cast<std::size_t>(got));
-    } else {
-      owners[i]->fd.reset();
-    }
-  }
-  return true;
+  loop.on_wake(on_wake, tick_ms);
+  loop.run();
 }
 
 // Ctrl-C (or SIGTERM) before the id is known stops the job too: the child is
@@ -154,17 +141,17 @@ int run_detached(const std::optional<std::string>& task_on_stdin, bool json) {
   Stream out{std::move(out_pipe.read_end), {}};
   Stream err{std::move(err_pipe.read_end), {}};
   bool cancel_passed = false;
-  while (id.fd && id.text.find('\n') == std::string::npos) {
-    pump({&id, &out, &err}, -1);
+  pump({&id, &out, &err}, [&](const Wake&) {
     pass_on_cancel(child.pid(), cancel_passed);
-  }
+    return id.fd && id.text.find('\n') == std::string::npos ? Next::keep_going : Next::stop;
+  });
 
   if (const auto newline = id.text.find('\n'); newline != std::string::npos) {
     child.release();
     // The job exists. What the child said before (warnings) is passed on;
     // from now on it writes to /dev/null and its record keeps everything.
-    while (pump({&out, &err}, 0)) {
-    }
+    pump(
+        {&out, &err}, [](const Wake& wake) { return wake.ready > 0 ? Next::keep_going : Next::stop; }, 0);
     std::cerr << err.text << std::flush;
     std::cout << out.text;
     const std::string job_id = util::trim(id.text.substr(0, newline));
@@ -177,10 +164,10 @@ int run_detached(const std::optional<std::string>& task_on_stdin, bool json) {
   }
 
   // The child ended before the job existed: say what it said, end as it did.
-  while (out.fd || err.fd) {
-    pump({&out, &err}, -1);
+  pump({&out, &err}, [&](const Wake&) {
     pass_on_cancel(child.pid(), cancel_passed);
-  }
+    return Next::keep_going;
+  });
   const util::ExitStatus status = child.wait();
   std::cout << out.text << std::flush;
   std::cerr << err.text << std::flush;

@@ -142,7 +142,8 @@ sandbox::Plan plan_for(const git::Repository& repo, const config::Settings& sett
   const config::LimitsSettings& limits = settings.limits;
   in.limits = {phase.wall_limit.count(), limits.inactivity.count(), static_cast<std::int64_t>(limits.memory_mb.count()),
                limits.processes, static_cast<std::int64_t>(limits.disk_mb.count())};
-  in.network = {phase.grants, proxy_socket};
+  in.network.grants = phase.grants;
+  in.network.proxy_socket = proxy_socket;
   in.feeds_stdin = !phase.stdin_data.empty();
   if (uids) {
     in.host_uid = uids->first;

@@ -37,6 +37,10 @@ std::vector<std::string> wall_check_arguments(const Plan& plan, int report_fd) {
     args.push_back("--bridge");
     args.push_back(std::to_string(inside::proxy_port) + ":" + inside::proxy_socket);
   }
+  if (!plan.network.api_socket.empty()) {
+    args.push_back("--bridge");
+    args.push_back(std::to_string(inside::api_port) + ":" + inside::api_socket);
+  }
   args.push_back("--");
   args.insert(args.end(), plan.command.begin(), plan.command.end());
   return args;

@@ -36,7 +36,7 @@ nlohmann::json to_json(const Plan& plan) {
       {"cwd", plan.cwd},
       {"mounts", mounts},
       {"env", env_names},
-      {"network", {{"grants", plan.network.grants}}},
+      {"network", {{"grants", plan.network.grants}, {"api", plan.network.api_upstream}}},
       {"limits",
        {{"wall_seconds", plan.limits.wall_seconds},
         {"inactivity_seconds", plan.limits.inactivity_seconds},
@@ -66,6 +66,10 @@ std::string describe(const Plan& plan) {
     out << "none (loopback only)\n";
   } else {
     out << "through the egress proxy to " << util::join(plan.network.grants, ", ") << "\n";
+  }
+  if (!plan.network.api_upstream.empty()) {
+    out << "  api:         http://127.0.0.1:" << inside::api_port << ", the credential endpoint, which adds the "
+        << "credential outside and forwards to " << plan.network.api_upstream << "\n";
   }
   out << "  limits:      wall " << plan.limits.wall_seconds << " s, inactivity " << plan.limits.inactivity_seconds
       << " s, memory " << plan.limits.memory_mb << " MiB, processes " << plan.limits.processes << ", disk "

@@ -27,6 +27,10 @@ inline constexpr const char* helper = "/mullet/bin/git-mullet";
 inline constexpr const char* path = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 inline constexpr const char* proxy_socket = "/mullet/proxy.sock";
 inline constexpr int proxy_port = 3128;
+// The credential endpoint (net/credential_endpoint.hpp), served by the wall
+// check's second bridge as http://127.0.0.1:<api_port>.
+inline constexpr const char* api_socket = "/mullet/api.sock";
+inline constexpr int api_port = 3129;
 }  // namespace inside
 
 enum class MountKind {
@@ -62,6 +66,11 @@ struct Network {
   std::vector<std::string> grants;
   // The egress proxy's unix socket on the host (empty without grants).
   std::string proxy_socket;
+  // The credential endpoint's unix socket on the host: the worker's API,
+  // with the user's credential added outside. Empty: no endpoint.
+  std::string api_socket;
+  // Where the endpoint forwards to (shown by --dry-run; never a credential).
+  std::string api_upstream;
 };
 
 struct Plan {

@@ -107,6 +107,10 @@ Plan build_plan(const PolicyInputs& in) {
   // wall check's bridge serves as 127.0.0.1:<proxy_port>.
   const bool has_network = !in.network.grants.empty() && !in.network.proxy_socket.empty();
   if (has_network) plan.mounts.push_back({MountKind::read_only_bind, in.network.proxy_socket, inside::proxy_socket});
+  // The API, when the phase has one: the credential endpoint's socket, which
+  // a second bridge serves as 127.0.0.1:<api_port>.
+  const bool has_api = !in.network.api_socket.empty();
+  if (has_api) plan.mounts.push_back({MountKind::read_only_bind, in.network.api_socket, inside::api_socket});
 
   // Sockets our environment names, wherever they live, are never reachable.
   for (const auto& socket : socket_paths_from_env(in.host_env)) {
@@ -145,6 +149,9 @@ Plan build_plan(const PolicyInputs& in) {
   if (has_network) {
     const std::string proxy = "http://127.0.0.1:" + std::to_string(inside::proxy_port);
     for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) plan.env[name] = proxy;
+    // Loopback is the sandbox's own (the API bridge among it); the proxy
+    // would refuse it anyway.
+    for (const char* name : {"NO_PROXY", "no_proxy"}) plan.env[name] = "127.0.0.1,localhost";
   }
   for (const auto& [name, value] : in.executor_env) plan.env[name] = value;
   return plan;

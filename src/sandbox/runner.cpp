@@ -1,16 +1,11 @@
 #include "sandbox/runner.hpp"
 
 #include <dirent.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -18,9 +13,11 @@
 #include "sandbox/bwrap.hpp"
 #include "sandbox/doctor.hpp"
 #include "sandbox/staging.hpp"
+#include "sandbox/watchdogs.hpp"
 #include "util/clock.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
+#include "util/poll_loop.hpp"
 #include "util/process.hpp"
 #include "util/signals.hpp"
 #include "util/strings.hpp"
@@ -133,6 +130,166 @@ std::uint64_t host_shared_memory_bytes() {
   return std::strtoull(meminfo.c_str() + at + 8, nullptr, 10) * 1024ULL;
 }
 
+constexpr std::int64_t watch_tick_ms = 250;
+// The wall check's report: "ok\n", or "fail: <why>".
+constexpr std::size_t report_cap = 4096;
+// The end of the output, kept to explain a sandbox that never became ready.
+constexpr std::size_t recent_output_cap = 16384;
+constexpr std::size_t recent_output_kept = 8192;
+
+std::uint64_t disk_limit_bytes(const Plan& plan) {
+  return static_cast<std::uint64_t>(plan.limits.disk_mb) * 1024ULL * 1024ULL;
+}
+
+std::vector<std::string> writable_binds(const Plan& plan) {
+  std::vector<std::string> writable;
+  for (const auto& mount : plan.mounts) {
+    if (mount.kind == MountKind::writable_bind) writable.push_back(mount.source);
+  }
+  return writable;
+}
+
+// The pipes between us and bwrap.
+struct SandboxPipes {
+  Pipe report;  // the wall check's
+  Pipe output;  // stdout, and stderr unless `errors` is open
+  Pipe errors;  // only when the caller takes stderr apart
+  Pipe input;
+};
+
+SandboxPipes make_sandbox_pipes(bool separate_errors) {
+  SandboxPipes pipes;
+  pipes.report = make_pipe();
+  pipes.output = make_pipe();
+  if (separate_errors) pipes.errors = make_pipe();
+  pipes.input = make_pipe();
+  return pipes;
+}
+
+// How bwrap is started. Run as root, the binds are staged for the sandbox's
+// uid (`staged`, which must outlive the spawn, is filled for the child).
+util::SpawnOptions bwrap_options(const Plan& plan, const std::string& bwrap, OpenedBinds& binds,
+                                 const SandboxPipes& pipes, std::vector<StagedBind>& staged) {
+  util::SpawnOptions options;
+  if (plan.host_uid) {
+    prepare_staging_mountpoint();
+    for (std::size_t i = 0; i < binds.sources.size(); ++i) {
+      auto& source = binds.sources[i];
+      if (source.fd < 0) continue;
+      source.staged_path = staged_path(i);
+      staged.push_back({plan.mounts[i].source, source.staged_path, source.is_directory, -1});
+    }
+    options.child_setup = stage_binds_in_child;
+    options.child_setup_data = &staged;
+  }
+  options.argv = {bwrap};
+  for (auto& word : bwrap_arguments(plan, binds.sources, pipes.report.write_end.get())) options.argv.push_back(word);
+  options.env = plan.env;
+  options.stdin_fd = plan.feeds_stdin ? pipes.input.read_end.get() : -1;
+  options.stdout_fd = pipes.output.write_end.get();
+  options.stderr_fd = pipes.errors.write_end ? pipes.errors.write_end.get() : pipes.output.write_end.get();
+  for (const auto& source : binds.sources) {
+    if (source.fd >= 0 && source.staged_path.empty()) options.keep_fds.push_back(source.fd);
+  }
+  options.keep_fds.push_back(pipes.report.write_end.get());
+  options.die_with_parent = true;
+  options.uid = plan.host_uid;
+  options.gid = plan.host_gid;
+  if (plan.limits.processes > 0) {
+    const uid_t uid = plan.host_uid.value_or(::getuid());
+    options.rlimits.emplace_back(RLIMIT_NPROC,
+                                 processes_of_uid(uid) + static_cast<unsigned long>(plan.limits.processes));
+  }
+  options.rlimits.emplace_back(RLIMIT_CORE, 0UL);
+  const std::uint64_t disk_bytes = disk_limit_bytes(plan);
+  if (disk_bytes > 0) options.rlimits.emplace_back(RLIMIT_FSIZE, static_cast<unsigned long>(disk_bytes));
+  return options;
+}
+
+// The watchdogs over the sandbox `bwrap` leads, in the order they are asked.
+Watchdogs watchdogs_for(const Plan& plan, const RunIo& io, pid_t bwrap, std::int64_t started,
+                        std::uint64_t shared_memory_at_start) {
+  Watchdogs watchdogs;
+  watchdogs.push_back(std::make_unique<CancelWatchdog>(util::cancel_requested));
+  if (io.poll) watchdogs.push_back(std::make_unique<CallerWatchdog>(io.poll));
+  watchdogs.push_back(std::make_unique<WallClockWatchdog>(started, plan.limits.wall_seconds));
+  watchdogs.push_back(std::make_unique<InactivityWatchdog>(plan.limits.inactivity_seconds));
+  watchdogs.push_back(std::make_unique<MemoryWatchdog>(started, plan.limits.memory_mb, [=] {
+    // The growth of the host's shared memory counts too: a memfd or a file in
+    // one of the sandbox's tmpfs mounts is memory no RSS shows.
+    const std::uint64_t shared_now = host_shared_memory_bytes();
+    const std::uint64_t shared_growth = shared_now > shared_memory_at_start ? shared_now - shared_memory_at_start : 0;
+    return tree_resident_bytes(bwrap) + shared_growth;
+  }));
+  watchdogs.push_back(std::make_unique<StallWatchdog>(started, [bwrap] { return sandbox_stalled(bwrap); }));
+  const std::vector<std::string> writable = writable_binds(plan);
+  const std::uint64_t disk_bytes = disk_limit_bytes(plan);
+  DiskProbes disk;
+  disk.free_bytes = [writable] {
+    struct statvfs info {};
+    if (writable.empty() || ::statvfs(writable.front().c_str(), &info) != 0) return std::uint64_t{0};
+    return static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize;
+  };
+  disk.used_bytes = [&io, writable, disk_bytes] {
+    std::uint64_t used = io.disk_bytes_outside ? io.disk_bytes_outside() : 0;
+    for (const auto& path : writable) used += util::disk_usage(path, disk_bytes);
+    return used;
+  };
+  disk.clock = util::monotonic_ms;
+  watchdogs.push_back(std::make_unique<DiskWatchdog>(started, disk_bytes, std::move(disk)));
+  return watchdogs;
+}
+
+// What the runner saw while the sandbox ran.
+struct Watched {
+  std::string report_text;
+  std::string recent_output;
+  std::optional<StopReason> kill_reason;  // the first watchdog's reason, when one stopped it
+};
+
+// Relays the sandbox's output and feeds its input until bwrap and everything
+// inside have closed their pipes; after every wake-up (at least every 250 ms)
+// asks the watchdogs, and kills the sandbox on the first reason.
+Watched watch_sandbox(const Plan& plan, const RunIo& io, SandboxPipes& pipes, const util::Child& bwrap,
+                      Watchdogs& watchdogs, std::int64_t started) {
+  Watched watched;
+  bool wrote_since_last_wake = false;
+  std::int64_t last_output = started;
+  const auto relay_to = [&](const std::function<void(std::string_view)>& deliver) {
+    return [&, deliver](std::string_view chunk) {
+      wrote_since_last_wake = true;
+      watched.recent_output.append(chunk);
+      if (watched.recent_output.size() > recent_output_cap) {
+        watched.recent_output.erase(0, watched.recent_output.size() - recent_output_kept);
+      }
+      if (deliver) deliver(chunk);
+      return util::PollLoop::Next::keep_going;
+    };
+  };
+  util::PollLoop loop;
+  loop.read(pipes.output.read_end, relay_to(io.on_output));
+  loop.read(pipes.errors.read_end, relay_to(io.on_error_output));
+  loop.read(pipes.report.read_end, [&](std::string_view chunk) {
+    if (watched.report_text.size() < report_cap) watched.report_text.append(chunk);
+    return util::PollLoop::Next::keep_going;
+  });
+  loop.write(pipes.input.write_end, plan.feeds_stdin ? std::string_view(io.stdin_data) : std::string_view());
+  loop.on_wake(
+      [&](const util::PollLoop::Wake& wake) {
+        if (wrote_since_last_wake) last_output = wake.now_ms;
+        wrote_since_last_wake = false;
+        const auto reason = first_stop_reason(watchdogs, {wake.now_ms, last_output});
+        if (reason && !watched.kill_reason) {
+          watched.kill_reason = *reason;
+          bwrap.kill(SIGKILL);
+        }
+        return util::PollLoop::Next::keep_going;
+      },
+      watch_tick_ms);
+  loop.run();
+  return watched;
+}
+
 }  // namespace
 
 std::string find_bwrap() {
@@ -151,207 +308,37 @@ std::string find_bwrap() {
 RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   const std::string bwrap = find_bwrap();
   OpenedBinds binds = open_bind_sources(plan);
-  Pipe report = make_pipe();
-  Pipe output = make_pipe();
-  const bool separate_errors = static_cast<bool>(io.on_error_output);
-  Pipe errors = separate_errors ? make_pipe() : Pipe{};
-  Pipe input = make_pipe();
-
-  util::SpawnOptions options;
+  SandboxPipes pipes = make_sandbox_pipes(static_cast<bool>(io.on_error_output));
   std::vector<StagedBind> staged;
-  if (plan.host_uid) {
-    prepare_staging_mountpoint();
-    for (std::size_t i = 0; i < binds.sources.size(); ++i) {
-      auto& source = binds.sources[i];
-      if (source.fd < 0) continue;
-      source.staged_path = staged_path(i);
-      staged.push_back({plan.mounts[i].source, source.staged_path, source.is_directory, -1});
-    }
-    options.child_setup = stage_binds_in_child;
-    options.child_setup_data = &staged;
-  }
-  options.argv = {bwrap};
-  for (auto& word : bwrap_arguments(plan, binds.sources, report.write_end.get())) options.argv.push_back(word);
-  options.env = plan.env;
-  options.stdin_fd = plan.feeds_stdin ? input.read_end.get() : -1;
-  options.stdout_fd = output.write_end.get();
-  options.stderr_fd = separate_errors ? errors.write_end.get() : output.write_end.get();
-  for (const auto& source : binds.sources) {
-    if (source.fd >= 0 && source.staged_path.empty()) options.keep_fds.push_back(source.fd);
-  }
-  options.keep_fds.push_back(report.write_end.get());
-  options.die_with_parent = true;
-  options.uid = plan.host_uid;
-  options.gid = plan.host_gid;
-  if (plan.limits.processes > 0) {
-    const uid_t uid = plan.host_uid.value_or(::getuid());
-    options.rlimits.emplace_back(RLIMIT_NPROC,
-                                 processes_of_uid(uid) + static_cast<unsigned long>(plan.limits.processes));
-  }
-  options.rlimits.emplace_back(RLIMIT_CORE, 0UL);
-  const std::uint64_t disk_bytes = static_cast<std::uint64_t>(plan.limits.disk_mb) * 1024ULL * 1024ULL;
-  if (disk_bytes > 0) options.rlimits.emplace_back(RLIMIT_FSIZE, static_cast<unsigned long>(disk_bytes));
-  std::vector<std::string> writable;
-  for (const auto& mount : plan.mounts) {
-    if (mount.kind == MountKind::writable_bind) writable.push_back(mount.source);
-  }
+  const util::SpawnOptions options = bwrap_options(plan, bwrap, binds, pipes, staged);
 
   const std::uint64_t shared_memory_at_start = host_shared_memory_bytes();
   const std::int64_t started = util::monotonic_ms();
   util::Child child = util::spawn(options);
-  const pid_t pid = child.pid();
-  report.write_end.reset();
-  output.write_end.reset();
-  errors.write_end.reset();
-  input.read_end.reset();
+  // bwrap holds its own copies now.
+  pipes.report.write_end.reset();
+  pipes.output.write_end.reset();
+  pipes.errors.write_end.reset();
+  pipes.input.read_end.reset();
   binds.owned.clear();
-  if (!plan.feeds_stdin || io.stdin_data.empty()) input.write_end.reset();
-  if (input.write_end) ::fcntl(input.write_end.get(), F_SETFL, O_NONBLOCK);
 
+  Watchdogs watchdogs = watchdogs_for(plan, io, child.pid(), started, shared_memory_at_start);
+  const Watched watched = watch_sandbox(plan, io, pipes, child, watchdogs, started);
+  pipes.input.write_end.reset();
   RunResult result;
-  std::string report_text;
-  std::string recent_output;
-  std::size_t stdin_written = 0;
-  std::int64_t last_activity = started;
-  std::int64_t last_memory_check = started;
-  std::int64_t last_stall_check = started;
-  int stalled_checks = 0;
-  std::int64_t last_disk_walk = started;
-  // The exact walk runs as often as it stays cheap: every 250 ms for a small
-  // tree, less often for a large one (at most ~5% of one core).
-  std::int64_t disk_walk_interval = 250;
-  std::int64_t last_disk_glance = started;
-  // Free space of the file system holding the clone, as the job starts: a
-  // cheap, frequent glance that also sees files unlinked while still open.
-  const auto free_bytes = [&]() -> std::uint64_t {
-    struct statvfs info {};
-    if (writable.empty() || ::statvfs(writable.front().c_str(), &info) != 0) return 0;
-    return static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize;
-  };
-  const std::uint64_t free_at_start = free_bytes();
-  std::optional<StopReason> kill_reason;
-  char buffer[65536];
-  auto kill_sandbox = [&](StopReason reason) {
-    if (!kill_reason) {
-      kill_reason = reason;
-      child.kill(SIGKILL);
-    }
-  };
-
-  while (output.read_end || errors.read_end || report.read_end) {
-    pollfd fds[4];
-    nfds_t count = 0;
-    int output_index = -1;
-    int errors_index = -1;
-    int report_index = -1;
-    int input_index = -1;
-    if (output.read_end) {
-      output_index = static_cast<int>(count);
-      fds[count++] = {output.read_end.get(), POLLIN, 0};
-    }
-    if (errors.read_end) {
-      errors_index = static_cast<int>(count);
-      fds[count++] = {errors.read_end.get(), POLLIN, 0};
-    }
-    if (report.read_end) {
-      report_index = static_cast<int>(count);
-      fds[count++] = {report.read_end.get(), POLLIN, 0};
-    }
-    if (input.write_end) {
-      input_index = static_cast<int>(count);
-      fds[count++] = {input.write_end.get(), POLLOUT, 0};
-    }
-    const int ready = ::poll(fds, count, 250);
-    if (ready < 0 && errno != EINTR) throw failure("poll failed: " + util::errno_text(errno));
-    const std::int64_t now = util::monotonic_ms();
-    if (ready > 0) {
-      const auto drain = [&](UniqueFd& fd, const std::function<void(std::string_view)>& deliver) {
-        const ssize_t got = ::read(fd.get(), buffer, sizeof buffer);
-        if (got > 0) {
-          const std::string_view chunk(buffer, static_cast<std::size_t>(got));
-          last_activity = now;
-          recent_output.append(chunk);
-          if (recent_output.size() > 16384) recent_output.erase(0, recent_output.size() - 8192);
-          if (deliver) deliver(chunk);
-        } else if (got == 0 || errno != EINTR) {
-          fd.reset();
-        }
-      };
-      if (output_index >= 0 && fds[output_index].revents != 0) drain(output.read_end, io.on_output);
-      if (errors_index >= 0 && fds[errors_index].revents != 0) drain(errors.read_end, io.on_error_output);
-      if (report_index >= 0 && fds[report_index].revents != 0) {
-        const ssize_t got = ::read(report.read_end.get(), buffer, sizeof buffer);
-        if (got > 0 && report_text.size() < 4096) {
-          report_text.append(buffer, static_cast<std::size_t>(got));
-        } else if (got == 0 || (got < 0 && errno != EINTR)) {
-          report.read_end.reset();
-        }
-      }
-      if (input_index >= 0 && fds[input_index].revents != 0) {
-        const ssize_t put =
-            ::write(input.write_end.get(), io.stdin_data.data() + stdin_written, io.stdin_data.size() - stdin_written);
-        if (put > 0) stdin_written += static_cast<std::size_t>(put);
-        if ((put < 0 && errno != EAGAIN && errno != EINTR) || stdin_written >= io.stdin_data.size()) {
-          input.write_end.reset();
-        }
-      }
-    }
-    if (util::cancel_requested()) kill_sandbox(StopReason::cancelled);
-    if (io.poll) {
-      if (const auto reason = io.poll()) kill_sandbox(*reason);
-    }
-    if (plan.limits.wall_seconds > 0 && now - started > plan.limits.wall_seconds * 1000) {
-      kill_sandbox(StopReason::timeout);
-    }
-    if (plan.limits.inactivity_seconds > 0 && now - last_activity > plan.limits.inactivity_seconds * 1000) {
-      kill_sandbox(StopReason::inactivity);
-    }
-    if (plan.limits.memory_mb > 0 && now - last_memory_check >= 500) {
-      last_memory_check = now;
-      // The growth of the host's shared memory counts too: a memfd or a file in
-      // one of the sandbox's tmpfs mounts is memory no RSS shows.
-      const std::uint64_t shared_now = host_shared_memory_bytes();
-      const std::uint64_t shared_growth = shared_now > shared_memory_at_start ? shared_now - shared_memory_at_start : 0;
-      if (tree_resident_bytes(pid) + shared_growth >
-          static_cast<std::uint64_t>(plan.limits.memory_mb) * 1024ULL * 1024ULL) {
-        kill_sandbox(StopReason::memory);
-      }
-    }
-    if (now - last_stall_check >= 500) {
-      last_stall_check = now;
-      // Twice in a row: /proc is read one process at a time, not at once.
-      stalled_checks = sandbox_stalled(pid) ? stalled_checks + 1 : 0;
-      if (stalled_checks >= 2) kill_sandbox(StopReason::stalled);
-    }
-    if (disk_bytes > 0 && now - last_disk_glance >= 250) {
-      last_disk_glance = now;
-      const std::uint64_t free_now = free_bytes();
-      const std::uint64_t consumed = free_at_start > free_now ? free_at_start - free_now : 0;
-      // Other writers share the file system, so the glance alone only ends a
-      // job at twice the limit; past the limit it brings the exact walk forward.
-      if (consumed > 2 * disk_bytes) kill_sandbox(StopReason::disk);
-      if (consumed > disk_bytes || now - last_disk_walk >= disk_walk_interval) {
-        last_disk_walk = now;
-        std::uint64_t used = io.disk_bytes_outside ? io.disk_bytes_outside() : 0;
-        for (const auto& path : writable) used += util::disk_usage(path, disk_bytes);
-        if (used > disk_bytes) kill_sandbox(StopReason::disk);
-        disk_walk_interval = std::clamp<std::int64_t>(20 * (util::monotonic_ms() - now), 250, 5000);
-      }
-    }
-  }
-  input.write_end.reset();
   result.status = child.wait();
   result.duration_ms = util::monotonic_ms() - started;
 
-  if (report_text.rfind("ok\n", 0) != 0 && !kill_reason) {
-    std::string why = util::trim(report_text.rfind("fail: ", 0) == 0 ? report_text.substr(6) : recent_output);
+  if (watched.report_text.rfind("ok\n", 0) != 0 && !watched.kill_reason) {
+    std::string why =
+        util::trim(watched.report_text.rfind("fail: ", 0) == 0 ? watched.report_text.substr(6) : watched.recent_output);
     if (why.empty()) why = "bubblewrap ended (" + result.status.describe() + ") before the sandbox was ready";
     throw refused_error("the sandbox for the " + plan.phase + " phase could not be set up, so nothing ran: " + why,
                         diagnose_bwrap_failure(why));
   }
-  if (kill_reason) {
-    result.ended_by = *kill_reason;
-  } else if (result.status.exited() && result.status.code == wall_check_failed_code && report_text != "ok\n") {
+  if (watched.kill_reason) {
+    result.ended_by = *watched.kill_reason;
+  } else if (result.status.exited() && result.status.code == wall_check_failed_code && watched.report_text != "ok\n") {
     result.ended_by = StopReason::refused;
   } else if (result.status.signal == SIGXFSZ || result.status.code == 128 + SIGXFSZ) {
     result.ended_by = StopReason::disk;

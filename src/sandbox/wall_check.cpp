@@ -122,7 +122,7 @@ int wall_check_main(const std::vector<std::string>& args) {
   int report_fd = -1;
   std::vector<std::string> empty_dirs;
   std::set<std::string> allowed_env;
-  std::string bridge;  // "PORT:SOCKET"
+  std::vector<std::string> bridges;  // "PORT:SOCKET" each
   std::size_t index = 0;
   for (; index < args.size(); ++index) {
     const std::string& arg = args[index];
@@ -138,7 +138,7 @@ int wall_check_main(const std::vector<std::string>& args) {
     else if (arg == "--env")
       allowed_env.insert(args[++index]);
     else if (arg == "--bridge")
-      bridge = args[++index];
+      bridges.push_back(args[++index]);
   }
   std::vector<std::string> command(args.begin() + static_cast<std::ptrdiff_t>(std::min(index, args.size())),
                                    args.end());
@@ -153,7 +153,7 @@ int wall_check_main(const std::vector<std::string>& args) {
     std::fprintf(stderr, "git-mullet wall check failed: %s\n", problem.c_str());
     return failed_code;
   }
-  if (!bridge.empty()) {
+  for (const auto& bridge : bridges) {
     const auto colon = bridge.find(':');
     problem = start_bridge(std::atoi(bridge.substr(0, colon).c_str()), bridge.substr(colon + 1), report_fd);
     if (!problem.empty()) {

@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -11,7 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdlib>
@@ -19,6 +17,7 @@
 
 #include "util/clock.hpp"
 #include "util/error.hpp"
+#include "util/poll_loop.hpp"
 #include "util/signals.hpp"
 #include "util/strings.hpp"
 
@@ -230,6 +229,8 @@ Child spawn(const SpawnOptions& options) {
     ::execve(argv[0], argv.data(), envp.data());
     child_fail(report_fd, "exec");
   }
+  // Ours from here: an exception before the caller has it kills and reaps it.
+  Child child(pid, options.new_session);
   report.write_end.reset();
   std::string message;
   char buffer[128];
@@ -243,14 +244,13 @@ Child spawn(const SpawnOptions& options) {
     break;
   }
   if (!message.empty()) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
+    // It is exiting; the Child reaps it as the exception leaves.
     const auto colon = message.rfind(':');
     const int error_number = std::atoi(message.c_str() + colon + 1);
     const std::string step = message.substr(0, colon);
     throw failure("cannot start " + options.argv[0] + " (" + step + "): " + errno_text(error_number));
   }
-  return Child(pid, options.new_session);
+  return child;
 }
 
 std::string ExitStatus::describe() const {
@@ -287,70 +287,35 @@ CapturedRun run_capture(SpawnOptions options, const std::string& input, const Ca
   in.read_end.reset();
   out.write_end.reset();
   err.write_end.reset();
-  ::fcntl(in.write_end.get(), F_SETFL, O_NONBLOCK);
 
   CapturedRun run;
-  std::size_t written = 0;
-  if (input.empty()) in.write_end.reset();
   std::string stopped;
-  char buffer[65536];
-  while (out.read_end || err.read_end) {
-    pollfd fds[3];
-    nfds_t count = 0;
-    int out_index = -1;
-    int err_index = -1;
-    int in_index = -1;
-    if (out.read_end) {
-      out_index = static_cast<int>(count);
-      fds[count++] = {out.read_end.get(), POLLIN, 0};
-    }
-    if (err.read_end) {
-      err_index = static_cast<int>(count);
-      fds[count++] = {err.read_end.get(), POLLIN, 0};
-    }
-    if (in.write_end) {
-      in_index = static_cast<int>(count);
-      fds[count++] = {in.write_end.get(), POLLOUT, 0};
-    }
+  PollLoop loop;
+  loop.read(out.read_end, [&](std::string_view chunk) {
+    run.out.append(chunk);
+    return PollLoop::Next::keep_going;
+  });
+  loop.read(err.read_end, [&](std::string_view chunk) {
+    run.err.append(chunk);
+    return PollLoop::Next::keep_going;
+  });
+  loop.write(in.write_end, input);
+  if (limits.deadline_seconds > 0) loop.set_deadline(started + limits.deadline_seconds * 1000LL);
+  if (limits.cancellable) {
     // A signal may land on another thread, so cancellation is polled.
-    int timeout_ms = limits.cancellable ? 250 : -1;
-    if (limits.deadline_seconds > 0) {
-      const std::int64_t left = std::max<std::int64_t>(0, started + limits.deadline_seconds * 1000LL - monotonic_ms());
-      timeout_ms = static_cast<int>(timeout_ms < 0 ? left : std::min<std::int64_t>(left, timeout_ms));
-    }
-    const int ready = ::poll(fds, count, timeout_ms);
-    if (ready < 0 && errno != EINTR) {
-      // The Child kills (its group, when bounded) and reaps on the way out.
-      throw failure("poll failed: " + errno_text(errno));
-    }
-    if (limits.deadline_seconds > 0 && monotonic_ms() - started >= limits.deadline_seconds * 1000LL) {
-      stopped = "timed out after " + std::to_string(limits.deadline_seconds) + " s";
-    } else if (limits.cancellable && cancel_requested()) {
-      stopped = "was stopped: git-mullet was interrupted (SIGINT or SIGTERM)";
-    }
-    if (!stopped.empty()) {
-      child.kill(SIGKILL);
-      break;
-    }
-    if (ready <= 0) continue;
-    auto drain = [&](int index, UniqueFd& fd, std::string& sink) {
-      if (index < 0 || fds[index].revents == 0) return;
-      const ssize_t got = ::read(fd.get(), buffer, sizeof buffer);
-      if (got > 0) {
-        sink.append(buffer, static_cast<std::size_t>(got));
-      } else if (got == 0 || errno != EINTR) {
-        fd.reset();
-      }
-    };
-    drain(out_index, out.read_end, run.out);
-    drain(err_index, err.read_end, run.err);
-    if (in_index >= 0 && fds[in_index].revents != 0) {
-      const ssize_t put = ::write(in.write_end.get(), input.data() + written, input.size() - written);
-      if (put > 0) written += static_cast<std::size_t>(put);
-      if (put < 0 && errno != EAGAIN && errno != EINTR) in.write_end.reset();
-      if (written >= input.size()) in.write_end.reset();
-    }
+    loop.on_wake(
+        [&](const PollLoop::Wake&) {
+          if (!cancel_requested()) return PollLoop::Next::keep_going;
+          stopped = "was stopped: git-mullet was interrupted (SIGINT or SIGTERM)";
+          return PollLoop::Next::stop;
+        },
+        250);
   }
+  // On an exception the Child kills (its group, when bounded) and reaps.
+  if (loop.run() == PollLoop::Ended::deadline) {
+    stopped = "timed out after " + std::to_string(limits.deadline_seconds) + " s";
+  }
+  if (!stopped.empty()) child.kill(SIGKILL);
   in.write_end.reset();
   // Something that left the process group may still hold the pipes: we do
   // not wait for it.

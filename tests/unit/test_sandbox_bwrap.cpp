@@ -213,3 +213,21 @@ TEST_CASE("bwrap_arguments needs a source for every bind") {
   f.sources.resize(3);  // shorter than the mounts: the /mullet/work bind has none
   CHECK_THROWS_AS(bwrap_arguments(f.plan, f.sources, 7), std::out_of_range);
 }
+
+TEST_CASE("wall_check_arguments asks for one bridge per socket: the egress proxy's and the API's") {
+  namespace inside = mullet::sandbox::inside;
+  Plan plan;
+  plan.command = {"true"};
+  const std::string proxy_bridge = std::to_string(inside::proxy_port) + ":" + inside::proxy_socket;
+  const std::string api_bridge = std::to_string(inside::api_port) + ":" + inside::api_socket;
+  CHECK(count(wall_check_arguments(plan, 5), "--bridge") == 0);
+  plan.network.api_socket = "/tmp/mullet-proxy-1/api.sock";
+  Strings args = wall_check_arguments(plan, 5);
+  CHECK(count(args, "--bridge") == 1);
+  CHECK(has_sequence(args, {"--bridge", api_bridge}));
+  plan.network.grants = {"example.com:443"};
+  plan.network.proxy_socket = "/tmp/mullet-proxy-1/proxy.sock";
+  args = wall_check_arguments(plan, 5);
+  CHECK(count(args, "--bridge") == 2);
+  CHECK(has_sequence(args, {"--bridge", proxy_bridge, "--bridge", api_bridge}));
+}

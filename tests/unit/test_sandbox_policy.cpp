@@ -296,3 +296,32 @@ TEST_CASE("sockets that would be visible through a bind are masked") {
     CHECK(mounts_at(build_plan(representative_inputs()), "/tmp/ssh-XXXX/agent.123").empty());
   }
 }
+
+TEST_CASE("the credential endpoint's socket is bound in only when the phase has one") {
+  auto in = representative_inputs();
+  in.network.proxy_socket = "/tmp/mullet-proxy-1/proxy.sock";
+  const auto has_api_bind = [](const Plan& plan) {
+    return std::any_of(plan.mounts.begin(), plan.mounts.end(), [](const Mount& mount) {
+      return mount.kind == MountKind::read_only_bind && mount.destination == inside::api_socket;
+    });
+  };
+  const Plan without = build_plan(in);
+  CHECK_FALSE(has_api_bind(without));
+  CHECK(without.network.api_socket.empty());
+  // With grants, loopback (where the API bridge listens) bypasses the proxy.
+  CHECK(without.env.at("NO_PROXY") == "127.0.0.1,localhost");
+  CHECK(without.env.at("no_proxy") == "127.0.0.1,localhost");
+
+  in.network.api_socket = "/tmp/mullet-proxy-1/api.sock";
+  in.network.api_upstream = "https://api.anthropic.com";
+  const Plan with = build_plan(in);
+  CHECK(has_api_bind(with));
+  CHECK(with.network.api_upstream == "https://api.anthropic.com");
+
+  in.network.grants.clear();
+  in.network.proxy_socket.clear();
+  const Plan api_only = build_plan(in);
+  CHECK(has_api_bind(api_only));
+  CHECK(api_only.env.count("HTTPS_PROXY") == 0);
+  CHECK(api_only.env.count("NO_PROXY") == 0);
+}

@@ -7,13 +7,16 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "process_helpers.hpp"
 #include "util/clock.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"
+#include "util/signals.hpp"
 
 using mullet::Error;
 using mullet::util::CapturedRun;
@@ -58,13 +61,6 @@ std::string descriptors_seen_by_child(const std::vector<int>& keep) {
   const CapturedRun run = run_capture(options);
   REQUIRE(run.status.success());
   return run.out;
-}
-
-bool gone_or_zombie(pid_t pid) {
-  const auto stat = mullet::util::read_proc_file("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return true;
-  const auto close = stat->rfind(')');
-  return close != std::string::npos && stat->compare(close + 2, 1, "Z") == 0;
 }
 
 // The message run_capture threw, or "" when it returned.
@@ -146,14 +142,8 @@ TEST_CASE("a deadline kills the program and everything in its process group") {
   const pid_t grandchild = static_cast<pid_t>(std::atoi(mullet::util::read_file(pid_file).c_str()));
   ::unlink(pid_file.c_str());
   REQUIRE(grandchild > 0);
-  // SIGKILL is pending once kill() returns, but the process takes a moment to
-  // exit (and init to reap it): wait for that, boundedly.
-  bool ended = false;
-  for (int tries = 0; tries < 500 && !ended; ++tries) {
-    ended = gone_or_zombie(grandchild);
-    if (!ended) ::usleep(10000);
-  }
-  CHECK(ended);
+  // SIGKILL is pending once kill() returns; the process ends a moment later.
+  CHECK(mullet::test::ends(grandchild));
 }
 
 TEST_CASE("a program that ends before its deadline is not disturbed") {
@@ -235,4 +225,150 @@ TEST_CASE("host_path is $PATH, or the one fallback when it is unset") {
   ::unsetenv("PATH");
   CHECK(mullet::util::host_path() == mullet::util::fallback_path);
   if (saved != nullptr) ::setenv("PATH", before.c_str(), 1);
+}
+
+TEST_CASE("spawn passes argv word for word, argv[0] included") {
+  SpawnOptions options;
+  options.argv = {"/bin/sh", "-c",        "printf '<%s>' \"$0\"; for word; do printf '[%s]' \"$word\"; done",
+                  "zeroth",  "two words", "",
+                  "$HOME",   "*",         "new\nline",
+                  "-n",      "--"};
+  const CapturedRun run = run_capture(options);
+  CHECK(run.status.success());
+  CHECK(run.out == "<zeroth>[two words][][$HOME][*][new\nline][-n][--]");
+}
+
+TEST_CASE("spawn gives the child exactly the environment asked for, nothing of ours") {
+  ::setenv("MULLET_UNIT_OURS", "must not leak", 1);
+  SpawnOptions options;
+  options.argv = {mullet::util::find_in_path("env", "/usr/bin:/bin")};
+  REQUIRE(!options.argv[0].empty());
+  options.env = {{"PLAIN", "1"}, {"SPACES", "x  y"}, {"EMPTY", ""}, {"EQUALS", "a=b=c"}, {"NEWLINE", "1\n2"}};
+  const CapturedRun run = run_capture(options);
+  ::unsetenv("MULLET_UNIT_OURS");
+  CHECK(run.status.success());
+  CHECK(run.out == "EMPTY=\nEQUALS=a=b=c\nNEWLINE=1\n2\nPLAIN=1\nSPACES=x  y\n");
+
+  options.env.clear();
+  CHECK(run_capture(options).out.empty());
+}
+
+TEST_CASE("spawn runs the child in cwd, and names a cwd it cannot enter") {
+  const mullet::util::TempDir dir("/tmp", "mullet-unit-cwd-");
+  SpawnOptions options = shell("pwd -P");
+  options.cwd = dir.path();
+  CHECK(run_capture(options).out == mullet::util::real_path(dir.path()) + "\n");
+
+  options.cwd = dir.path() + "/missing";
+  CHECK(error_of(options).find("cannot start /bin/sh (chdir): ") == 0);
+
+  // Without one, ours.
+  char ours[4096];
+  REQUIRE(::getcwd(ours, sizeof ours) != nullptr);
+  CHECK(run_capture(shell("pwd -P")).out == mullet::util::real_path(ours) + "\n");
+}
+
+TEST_CASE("run_capture feeds stdin while it reads stdout, both more than a pipe holds") {
+  std::string input(4 << 20, '\0');
+  for (std::size_t i = 0; i < input.size(); ++i) input[i] = static_cast<char>(i * 7 % 251);
+  SpawnOptions options;
+  options.argv = {mullet::util::find_in_path("cat", "/usr/bin:/bin")};
+  const CapturedRun run = run_capture(options, input);
+  CHECK(run.status.success());
+  CHECK(run.out == input);
+}
+
+TEST_CASE("run_capture without input gives the child an ended stdin") {
+  SpawnOptions options;
+  options.argv = {mullet::util::find_in_path("cat", "/usr/bin:/bin")};
+  const CapturedRun run = run_capture(options);
+  CHECK(run.status.success());
+  CHECK(run.out.empty());
+}
+
+TEST_CASE("run_capture is not held by a child that exits without reading its input") {
+  // As in git-mullet (cli/app.cpp): a write to a pipe nobody reads fails
+  // instead of killing us.
+  const auto saved = ::signal(SIGPIPE, SIG_IGN);
+  const CapturedRun run = run_capture(shell("echo ignored-the-input"), std::string(4 << 20, 'x'));
+  ::signal(SIGPIPE, saved);
+  CHECK(run.status.success());
+  CHECK(run.out == "ignored-the-input\n");
+}
+
+TEST_CASE("a cancellable run_capture is stopped by SIGTERM, also while its pipes are quiet") {
+  // The cancel flag cannot be taken back, so this runs in a child of ours.
+  const pid_t tester = ::fork();
+  REQUIRE(tester >= 0);
+  if (tester == 0) {
+    mullet::util::install_cancel_handlers();
+    // Before the run: nothing but its tick can notice, since the program
+    // writes nothing and does not end; without the tick, the deadline would.
+    ::raise(SIGTERM);
+    int outcome = 1;
+    try {
+      run_capture(shell("exec sleep 1000"), {}, {30, true});
+    } catch (const Error& error) {
+      if (std::string(error.what()) == "/bin/sh was stopped: git-mullet was interrupted (SIGINT or SIGTERM)") {
+        outcome = 0;
+      }
+    }
+    ::_exit(outcome);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(tester, &status, 0) == tester);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("a child that leaves the process group holding the pipes does not outlast the deadline") {
+  const mullet::util::TempDir dir("/tmp", "mullet-unit-escape-");
+  const std::string pid_file = dir.path() + "/pid";
+  // The escapee is in a session of its own with our pipes as its stdout and
+  // stderr; the child itself exits at once.
+  const std::string error =
+      error_of(shell("setsid sh -c 'echo $$ >" + pid_file + "; exec sleep 60' & exit 0"), {1, false});
+  CHECK(error == "/bin/sh timed out after 1 s");
+  const pid_t escapee = static_cast<pid_t>(std::atoi(mullet::util::read_file(pid_file).c_str()));
+  REQUIRE(escapee > 0);
+  const mullet::UniqueFd escapee_fd = mullet::test::open_pidfd(escapee);
+  REQUIRE(escapee_fd);
+  // Out of our reach (the group kill did not touch it), and not waited for.
+  CHECK_FALSE(mullet::test::has_ended(escapee_fd));
+  ::kill(escapee, SIGKILL);
+  CHECK(mullet::test::ends(escapee_fd));
+}
+
+TEST_CASE("an exception between spawn and wait leaves nothing running, down to the child's process group") {
+  SpawnOptions options = shell("sleep 1000 & echo $!; exec sleep 1000");
+  options.new_session = true;
+  mullet::Pipe out = mullet::make_pipe();
+  options.stdout_fd = out.write_end.get();
+  pid_t child_pid = -1;
+  mullet::UniqueFd child_fd;
+  mullet::UniqueFd grandchild_fd;
+  CHECK_THROWS_WITH(
+      [&] {
+        mullet::util::Child child = mullet::util::spawn(options);
+        out.write_end.reset();
+        child_pid = child.pid();
+        std::string line;
+        char byte = 0;
+        while (::read(out.read_end.get(), &byte, 1) == 1 && byte != '\n') line += byte;
+        child_fd = mullet::test::open_pidfd(child_pid);
+        grandchild_fd = mullet::test::open_pidfd(static_cast<pid_t>(std::atoi(line.c_str())));
+        REQUIRE(child_fd);
+        REQUIRE(grandchild_fd);
+        CHECK_FALSE(mullet::test::has_ended(child_fd));
+        CHECK_FALSE(mullet::test::has_ended(grandchild_fd));
+        throw std::runtime_error("thrown between spawn and wait");
+      }(),
+      "thrown between spawn and wait");
+  // The child was killed and reaped before the exception left its scope.
+  int status = 0;
+  CHECK(::waitpid(child_pid, &status, WNOHANG) == -1);
+  CHECK(errno == ECHILD);
+  CHECK(mullet::test::has_ended(child_fd));
+  // Its group was killed with it; the grandchild ends a moment later.
+  CHECK(mullet::test::ends(grandchild_fd));
 }
