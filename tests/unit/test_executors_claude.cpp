@@ -27,11 +27,14 @@
 #include "executors/progress.hpp"
 #include "util/error.hpp"
 
+#include "support/support.hpp"
+
 namespace claude = mullet::executors::claude;
 using mullet::ExitCode;
 using mullet::executors::Progress;
 using mullet::executors::progress_text;
 using mullet::executors::WorkerOutcome;
+using mullet::test::contains;
 using nlohmann::json;
 using Strings = std::vector<std::string>;
 
@@ -327,10 +330,6 @@ claude::RunFacts exited(int code, std::string stderr_text = {}) {
 
 WorkerOutcome judge_run(std::string_view jsonl, const claude::RunFacts& facts) {
   return claude::judge(state_of(jsonl), facts);
-}
-
-bool contains(std::string_view text, std::string_view part) {
-  return text.find(part) != std::string_view::npos;
 }
 
 // The lines of a fixture, without the last one (the result event).
