@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ using mullet::ExitCode;
 using mullet::UniqueFd;
 using mullet::test::make_file;
 using mullet::test::ScratchDir;
+using mullet::util::DirectoryReader;
 using mullet::util::disk_usage;
 using mullet::util::open_path_no_symlinks;
 using mullet::util::open_path_no_symlinks_raw;
@@ -331,6 +333,126 @@ TEST_CASE("write_file_atomic fails cleanly") {
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(dir.path())) names.push_back(entry.path().filename().string());
   CHECK(names == std::vector<std::string>{"occupied"});
+}
+
+namespace {
+
+// How many descriptors this process has open.
+std::size_t open_descriptors() {
+  std::size_t count = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator("/proc/self/fd")) ++count;
+  return count;
+}
+
+std::map<std::string, unsigned char> entries_of(DirectoryReader& reader) {
+  std::map<std::string, unsigned char> found;
+  for (const auto& entry : reader.read_all()) CHECK(found.emplace(entry.name, entry.type).second);
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("DirectoryReader lists every entry with its type, without . and ..") {
+  ScratchDir dir;
+  make_file(dir / "file");
+  fs::create_directory(dir / "sub");
+  fs::create_symlink("sub", dir / "link");
+  REQUIRE(::mkfifo((dir / "fifo").c_str(), 0600) == 0);
+  const UniqueFd dir_fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(dir_fd);
+
+  DirectoryReader reader(dir_fd.get());
+  REQUIRE(reader.is_open());
+  const auto found = entries_of(reader);
+  CHECK(reader.error() == 0);
+  CHECK(found ==
+        std::map<std::string, unsigned char>{{"file", DT_REG}, {"sub", DT_DIR}, {"link", DT_LNK}, {"fifo", DT_FIFO}});
+  // At the end it stays at the end.
+  CHECK_FALSE(reader.next().has_value());
+  CHECK(reader.error() == 0);
+
+  DirectoryReader empty(dir_fd.get(), "sub");
+  REQUIRE(empty.is_open());
+  CHECK(empty.read_all().empty());
+  CHECK(empty.error() == 0);
+}
+
+TEST_CASE("DirectoryReader reads a descriptor from its start and leaves it to the caller") {
+  ScratchDir dir;
+  for (const char* name : {"a", "b", "c"}) make_file(dir / name);
+  const UniqueFd dir_fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(dir_fd);
+  const std::size_t before = open_descriptors();
+  {
+    DirectoryReader first(dir_fd.get());
+    CHECK(first.next().has_value());  // part of the way only
+    CHECK(open_descriptors() == before + 1);
+  }
+  // Its own descriptor closed with it; the caller's is still open and lists
+  // whole again, although the first reader moved the shared offset.
+  CHECK(open_descriptors() == before);
+  CHECK(::fcntl(dir_fd.get(), F_GETFD) >= 0);
+  DirectoryReader second(dir_fd.get());
+  CHECK(entries_of(second).size() == 3);
+  CHECK(second.error() == 0);
+
+  SUBCASE("moving hands the listing over") {
+    DirectoryReader third(dir_fd.get());
+    DirectoryReader moved(std::move(third));
+    CHECK(moved.is_open());
+    CHECK(entries_of(moved).size() == 3);
+    third = std::move(moved);
+    CHECK(third.is_open());
+  }
+  CHECK(open_descriptors() == before + 1);  // `second`'s
+}
+
+TEST_CASE("DirectoryReader opened by name follows no symlink and says why it failed") {
+  ScratchDir dir;
+  fs::create_directory(dir / "real");
+  make_file(dir / "real/inside");
+  fs::create_symlink(dir / "real", dir / "link");
+  make_file(dir / "file");
+  const UniqueFd dir_fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(dir_fd);
+
+  DirectoryReader real(dir_fd.get(), "real");
+  CHECK(real.is_open());
+  CHECK(entries_of(real).count("inside") == 1);
+  DirectoryReader by_path(AT_FDCWD, dir / "real");
+  CHECK(entries_of(by_path).count("inside") == 1);
+
+  const std::size_t before = open_descriptors();
+  for (const std::string name : {"link", "file", "missing"}) {
+    INFO(name);
+    DirectoryReader refused(dir_fd.get(), name);
+    CHECK_FALSE(refused.is_open());
+    CHECK_FALSE(refused.next().has_value());
+    CHECK(refused.read_all().empty());
+    if (name == "link") CHECK((refused.error() == ELOOP || refused.error() == ENOTDIR));
+    if (name == "file") CHECK(refused.error() == ENOTDIR);
+    if (name == "missing") CHECK(refused.error() == ENOENT);
+  }
+  CHECK(open_descriptors() == before);
+
+  // A descriptor that is not a directory.
+  const UniqueFd file_fd(::open((dir / "file").c_str(), O_RDONLY | O_CLOEXEC));
+  DirectoryReader of_file(file_fd.get());
+  CHECK_FALSE(of_file.is_open());
+  CHECK(of_file.error() == ENOTDIR);
+}
+
+TEST_CASE("DirectoryReader tells a listing that failed from one that ended") {
+  ScratchDir dir;
+  make_file(dir / "file");
+  // An O_PATH descriptor opens as a DIR* but cannot be read: readdir() fails,
+  // which must not read as an empty directory.
+  const UniqueFd path_only(::open(dir.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(path_only);
+  DirectoryReader reader(path_only.get());
+  CHECK(reader.read_all().empty());
+  CHECK(reader.error() != 0);
+  CHECK_FALSE(reader.next().has_value());
 }
 
 TEST_CASE("disk_usage counts allocated bytes without following symlinks") {
