@@ -51,7 +51,9 @@ GitRepo::GitRepo(std::string dir) : m_dir(std::move(dir)) {
 
 std::string GitRepo::git(const std::vector<std::string>& args) const {
   util::SpawnOptions options;
-  options.argv = {"git", "-C", m_dir};
+  const std::string program = util::find_in_path("git", util::host_path());
+  REQUIRE_MESSAGE(!program.empty(), "git is not on PATH");
+  options.argv = {program, "-C", m_dir};
   options.argv.insert(options.argv.end(), args.begin(), args.end());
   options.env = {{"PATH", util::host_path()},    {"HOME", m_dir},
                  {"GIT_CONFIG_NOSYSTEM", "1"},   {"GIT_CONFIG_GLOBAL", "/dev/null"},
