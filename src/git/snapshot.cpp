@@ -1,6 +1,5 @@
 #include "git/snapshot.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +12,7 @@
 
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/fs.hpp"
 #include "util/strings.hpp"
 
 namespace mullet::git {
@@ -147,18 +147,17 @@ class Walker {
 
   std::vector<std::string> list(int dir_fd, const std::string& rel) {
     std::vector<std::string> names;
-    const int listing_fd = ::dup(dir_fd);
-    DIR* dir = listing_fd >= 0 ? ::fdopendir(listing_fd) : nullptr;
-    if (dir == nullptr) {
-      if (listing_fd >= 0) ::close(listing_fd);
-      warn(rel, "cannot list: " + util::errno_text(errno));
+    util::DirectoryReader listing(dir_fd);
+    if (!listing.is_open()) {
+      warn(rel, "cannot list: " + util::errno_text(listing.error()));
       return names;
     }
-    while (const dirent* entry = ::readdir(dir)) {
-      const std::string name = entry->d_name;
-      if (name != "." && name != "..") names.push_back(name);
+    for (auto& entry : listing.read_all()) names.push_back(std::move(entry.name));
+    // A listing cut short would turn what it missed into deletions.
+    if (listing.error() != 0) {
+      throw failure("cannot list directory " + (rel.empty() ? std::string("/") : rel) +
+                    " the worker left: " + util::errno_text(listing.error()));
     }
-    ::closedir(dir);
     std::sort(names.begin(), names.end());
     return names;
   }

@@ -5,8 +5,11 @@
 
 #include <cstdlib>
 
+#include "sandbox/host.hpp"
 #include "sandbox/plan.hpp"
+#include "sandbox/policy.hpp"
 #include "sandbox/runner.hpp"
+#include "util/clock.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"
@@ -52,60 +55,62 @@ Check check_program(const std::string& name, const std::string& program, const s
   return check;
 }
 
-// Starts a throwaway sandbox the way jobs do (same namespaces, a uid of
-// theirs).
+// What a test sandbox is built from: the directories a job's plan binds,
+// empty, in a private scratch directory of its own.
+PolicyInputs probe_inputs(const std::string& scratch, std::optional<uid_t> sandbox_uid) {
+  PolicyInputs in;
+  in.phase = "doctor";
+  in.work_tree = scratch + "/work";
+  in.clone_git_dir = scratch + "/git";
+  in.objects_dir = scratch + "/objects";
+  in.home_dir = scratch + "/home";
+  for (const auto* dir : {&in.work_tree, &in.clone_git_dir, &in.objects_dir, &in.home_dir}) util::make_dirs(*dir, 0700);
+  in.empty_file = scratch + "/empty";
+  util::write_file(in.empty_file, "", 0444);
+  in.helper_binary = util::self_executable();
+  in.tmp_name = "mullet-" + util::random_hex(4);
+  in.root_entries = scan_host_root();
+  in.host_env = current_environment();
+  in.command = {"true"};
+  in.limits.wall_seconds = util::probe_deadline_seconds;
+  if (sandbox_uid) {
+    in.host_uid = *sandbox_uid;
+    in.host_gid = static_cast<gid_t>(*sandbox_uid);
+    // As for a job: the sandbox's uid owns what it may write.
+    util::chown_tree(in.work_tree, *sandbox_uid, static_cast<gid_t>(*sandbox_uid));
+    util::chown_tree(in.home_dir, *sandbox_uid, static_cast<gid_t>(*sandbox_uid));
+  }
+  return in;
+}
+
+// Starts a throwaway sandbox the way jobs start theirs: a Plan from the same
+// policy, the same bwrap translation and runner, a uid of theirs, and our
+// wall check inside before `true`. So "ok" means the walls jobs get can be
+// built here, not just that some bwrap command line works.
 Check probe_sandbox(std::optional<uid_t> sandbox_uid) {
   Check check{"sandbox starts", false, true, {}, {}};
-  std::string bwrap;
   try {
-    bwrap = find_bwrap();
+    const util::TempDir scratch("/tmp", "mullet-doctor-");
+    const Plan plan = build_plan(probe_inputs(scratch.path(), sandbox_uid));
+    const RunResult run = run_sandboxed(plan, {});
+    check.ok = run.ended_by == "exit" && run.status.success();
+    if (check.ok) {
+      check.detail = "bubblewrap built a test sandbox";
+    } else if (run.ended_by == "timeout") {
+      check.detail = "the test sandbox did not finish within " + std::to_string(util::probe_deadline_seconds) + " s";
+    } else {
+      check.detail = "the test sandbox's command failed (" + run.ended_by + ", " + run.status.describe() + ")";
+    }
   } catch (const Error& error) {
+    // No bwrap, a bubblewrap that cannot start, or a wall check that failed.
     check.detail = error.what();
     check.fix = error.hint();
-    return check;
-  }
-  util::SpawnOptions options;
-  options.argv = {bwrap,
-                  "--unshare-user",
-                  "--unshare-ipc",
-                  "--unshare-pid",
-                  "--unshare-net",
-                  "--unshare-uts",
-                  "--unshare-cgroup",
-                  "--die-with-parent",
-                  "--new-session",
-                  "--cap-drop",
-                  "ALL",
-                  "--ro-bind",
-                  "/usr",
-                  "/usr",
-                  "--symlink",
-                  "usr/bin",
-                  "/bin",
-                  "--symlink",
-                  "usr/lib",
-                  "/lib",
-                  "--symlink",
-                  "usr/lib64",
-                  "/lib64",
-                  "--proc",
-                  "/proc",
-                  "--dev",
-                  "/dev",
-                  "--",
-                  "/usr/bin/true"};
-  options.env = {{"PATH", inside::path}};
-  if (sandbox_uid) {
-    options.uid = *sandbox_uid;
-    options.gid = static_cast<gid_t>(*sandbox_uid);
-  }
-  try {
-    const auto run = util::run_capture(options, {}, {util::probe_deadline_seconds, true});
-    check.ok = run.status.success();
-    check.detail = check.ok ? "bubblewrap built a test sandbox" : util::trim(run.err + run.out);
-    if (!check.ok) check.fix = diagnose_bwrap_failure(run.err + run.out);
-  } catch (const Error& error) {
-    check.detail = error.what();
+    // Pointing at doctor from inside doctor helps nobody.
+    if (check.fix == diagnose_bwrap_failure("")) {
+      check.fix =
+          "the bubblewrap found on PATH does not build every wall jobs need; use the distribution's "
+          "(apt-get install bubblewrap) and check what else on PATH is called bwrap";
+    }
   }
   return check;
 }

@@ -1,6 +1,6 @@
 #include "sandbox/runner.hpp"
 
-#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
@@ -35,10 +35,10 @@ struct ProcInfo {
 
 std::map<pid_t, ProcInfo> read_processes() {
   std::map<pid_t, ProcInfo> processes;
-  DIR* dir = ::opendir("/proc");
-  if (dir == nullptr) return processes;
-  while (const dirent* entry = ::readdir(dir)) {
-    const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
+  // Processes come and go while /proc is read: what cannot be read is left out.
+  util::DirectoryReader listing(AT_FDCWD, "/proc");
+  while (const auto entry = listing.next()) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(entry->name.c_str()));
     if (pid <= 0) continue;
     const auto stat = util::read_proc_file("/proc/" + std::to_string(pid) + "/stat");
     if (!stat) continue;
@@ -50,7 +50,6 @@ std::map<pid_t, ProcInfo> read_processes() {
     processes[pid] = ProcInfo{static_cast<pid_t>(std::atoi(fields[1].c_str())),
                               std::strtoull(fields[21].c_str(), nullptr, 10), fields[0].empty() ? '?' : fields[0][0]};
   }
-  ::closedir(dir);
   return processes;
 }
 
@@ -108,16 +107,14 @@ std::uint64_t tree_resident_bytes(pid_t root) {
 // top of what that uid already runs.
 unsigned long processes_of_uid(uid_t uid) {
   unsigned long count = 0;
-  DIR* dir = ::opendir("/proc");
-  if (dir == nullptr) return 0;
-  while (const dirent* entry = ::readdir(dir)) {
-    if (std::atoi(entry->d_name) <= 0) continue;
-    const auto status = util::read_proc_file(std::string("/proc/") + entry->d_name + "/status");
+  util::DirectoryReader listing(AT_FDCWD, "/proc");
+  while (const auto entry = listing.next()) {
+    if (std::atoi(entry->name.c_str()) <= 0) continue;
+    const auto status = util::read_proc_file("/proc/" + entry->name + "/status");
     if (!status) continue;
     const auto at = status->find("\nUid:\t");
     if (at != std::string::npos && static_cast<uid_t>(std::atoi(status->c_str() + at + 6)) == uid) ++count;
   }
-  ::closedir(dir);
   return count;
 }
 

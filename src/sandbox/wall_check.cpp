@@ -1,6 +1,5 @@
 #include "sandbox/wall_check.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,17 +21,23 @@ namespace {
 
 constexpr int failed_code = 121;
 
-std::vector<std::string> directory_entries(const std::string& path, bool& ok) {
+// The names in directory `path`, or what kept it from being read whole: a
+// listing cut short must not pass for an empty directory.
+struct Listing {
   std::vector<std::string> names;
-  DIR* dir = ::opendir(path.c_str());
-  ok = dir != nullptr;
-  if (!ok) return names;
-  while (const dirent* entry = ::readdir(dir)) {
-    const std::string name = entry->d_name;
-    if (name != "." && name != "..") names.push_back(name);
+  std::string problem;
+};
+
+Listing list_directory(const std::string& path) {
+  Listing listing;
+  util::DirectoryReader reader(AT_FDCWD, path);
+  for (auto& entry : reader.read_all()) listing.names.push_back(std::move(entry.name));
+  if (!reader.is_open()) {
+    listing.problem = path + " is not there to hide what the host has";
+  } else if (reader.error() != 0) {
+    listing.problem = path + " cannot be listed: " + util::errno_text(reader.error());
   }
-  ::closedir(dir);
-  return names;
+  return listing;
 }
 
 // Returns an empty string when the walls hold, else what is wrong.
@@ -45,19 +50,18 @@ std::string check_walls(const std::vector<std::string>& empty_dirs, const std::s
     }
   }
   for (const auto& dir : empty_dirs) {
-    bool ok = false;
-    const auto entries = directory_entries(dir, ok);
-    if (!ok) return dir + " is not there to hide what the host has";
-    if (!entries.empty()) return dir + " is not empty (" + entries.front() + " is visible)";
+    const auto listing = list_directory(dir);
+    if (!listing.problem.empty()) return listing.problem;
+    if (!listing.names.empty()) return dir + " is not empty (" + listing.names.front() + " is visible)";
   }
   const char* tmpdir = std::getenv("TMPDIR");
-  bool tmp_ok = false;
-  const auto tmp_entries = directory_entries("/tmp", tmp_ok);
+  const auto tmp_listing = list_directory("/tmp");
+  if (!tmp_listing.problem.empty()) return tmp_listing.problem;
   const std::string tmp_prefix = "/tmp/";
   const std::string tmpdir_value = tmpdir != nullptr ? tmpdir : "";
   const std::string own_tmp =
       tmpdir_value.rfind(tmp_prefix, 0) == 0 ? tmpdir_value.substr(tmp_prefix.size()) : std::string();
-  for (const auto& name : tmp_entries) {
+  for (const auto& name : tmp_listing.names) {
     if (name != own_tmp) return "/tmp shows the host's " + name;
   }
   // No capabilities, and no way to gain any.

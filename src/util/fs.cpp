@@ -1,6 +1,5 @@
 #include "util/fs.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +9,7 @@
 #include <climits>
 #include <cstdlib>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "util/error.hpp"
@@ -152,21 +152,18 @@ void make_dirs(const std::string& path, mode_t mode) {
 
 namespace {
 
+// The whole listing of `dir_fd`, read before anything in it changes;
+// throws `what` + `shown_path` when it cannot be read to its end.
+std::vector<DirectoryEntry> list_or_throw(int dir_fd, const std::string& what, const std::string& shown_path) {
+  DirectoryReader listing(dir_fd);
+  auto entries = listing.read_all();
+  if (listing.error() != 0) throw failure(what + shown_path + ": " + errno_text(listing.error()));
+  return entries;
+}
+
 void remove_children(int dir_fd, const std::string& shown_path) {
-  const int listing_fd = ::dup(dir_fd);
-  if (listing_fd < 0) throw failure("cannot remove " + shown_path + ": " + errno_text(errno));
-  DIR* dir = ::fdopendir(listing_fd);
-  if (dir == nullptr) {
-    ::close(listing_fd);
-    throw failure("cannot remove " + shown_path + ": " + errno_text(errno));
-  }
-  std::vector<std::string> names;
-  while (const dirent* entry = ::readdir(dir)) {
-    const std::string name = entry->d_name;
-    if (name != "." && name != "..") names.push_back(name);
-  }
-  ::closedir(dir);
-  for (const auto& name : names) {
+  for (const auto& entry : list_or_throw(dir_fd, "cannot remove ", shown_path)) {
+    const std::string& name = entry.name;
     if (::unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT) continue;
     if (errno != EISDIR && errno != EPERM)
       throw failure("cannot remove " + shown_path + "/" + name + ": " + errno_text(errno));
@@ -225,19 +222,8 @@ OpenedDir open_walkable(int at_fd, const char* name) {
 // up for the walk and gets its mode back afterwards.
 void walk_children(int dir_fd, const std::string& shown_path,
                    const std::function<void(int, const std::string&, const struct stat&)>& visit) {
-  const int listing_fd = ::dup(dir_fd);
-  DIR* dir = listing_fd >= 0 ? ::fdopendir(listing_fd) : nullptr;
-  if (dir == nullptr) {
-    if (listing_fd >= 0) ::close(listing_fd);
-    throw failure("cannot list " + shown_path + ": " + errno_text(errno));
-  }
-  std::vector<std::string> names;
-  while (const dirent* entry = ::readdir(dir)) {
-    const std::string name = entry->d_name;
-    if (name != "." && name != "..") names.push_back(name);
-  }
-  ::closedir(dir);
-  for (const auto& name : names) {
+  for (const auto& entry : list_or_throw(dir_fd, "cannot list ", shown_path)) {
+    const std::string& name = entry.name;
     struct stat info {};
     if (::fstatat(dir_fd, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) {
       if (errno == ENOENT) continue;
@@ -266,33 +252,28 @@ void strip_one(int dir_fd, const std::string& name, const struct stat& info, con
   }
 }
 
+// A running sandbox changes the tree under the walk: what cannot be read is
+// skipped (the free-space glance in the runner is the backstop).
 void add_usage(int dir_fd, std::uint64_t& total, std::uint64_t stop_after, int depth) {
-  const int listing_fd = ::dup(dir_fd);
-  DIR* dir = listing_fd >= 0 ? ::fdopendir(listing_fd) : nullptr;
-  if (dir == nullptr) {
-    if (listing_fd >= 0) ::close(listing_fd);
-    return;
-  }
-  while (const dirent* entry = ::readdir(dir)) {
+  DirectoryReader listing(dir_fd);
+  while (const auto entry = listing.next()) {
     if (stop_after > 0 && total > stop_after) break;
-    const std::string name = entry->d_name;
-    if (name == "." || name == "..") continue;
+    const char* name = entry->name.c_str();
     struct stat info {};
-    if (::fstatat(::dirfd(dir), name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (::fstatat(dir_fd, name, &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
     total += static_cast<std::uint64_t>(info.st_blocks) * 512U;
     if (S_ISDIR(info.st_mode)) {
-      UniqueFd child(::openat(::dirfd(dir), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      UniqueFd child(::openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!child && errno == EACCES) {
         // A directory the writer made unreadable still counts: open it up
         // (through an O_PATH descriptor, so a swapped-in symlink is not followed).
-        UniqueFd path_only(::openat(::dirfd(dir), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        UniqueFd path_only(::openat(dir_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         if (path_only) ::chmod(("/proc/self/fd/" + std::to_string(path_only.get())).c_str(), 0700);
-        child.reset(::openat(::dirfd(dir), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        child.reset(::openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       }
       if (child) add_usage(child.get(), total, stop_after, depth + 1);
     }
   }
-  ::closedir(dir);
 }
 
 }  // namespace
@@ -409,6 +390,80 @@ std::string make_temp_dir(const std::string& parent, const std::string& prefix) 
     throw failure("cannot create a directory in " + parent + ": " + errno_text(errno));
   }
   return pattern;
+}
+
+DirectoryReader::DirectoryReader(int dir_fd) {
+  // A descriptor of our own (closedir closes it), close-on-exec unlike dup().
+  // It shares the caller's file offset, hence the rewind.
+  const int own = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+  if (own < 0) {
+    m_error = errno;
+    return;
+  }
+  m_dir = ::fdopendir(own);
+  if (m_dir == nullptr) {
+    m_error = errno;
+    ::close(own);
+    return;
+  }
+  ::rewinddir(m_dir);
+}
+
+DirectoryReader::DirectoryReader(int at_fd, const std::string& name) {
+  const int own = ::openat(at_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (own < 0) {
+    m_error = errno;
+    return;
+  }
+  m_dir = ::fdopendir(own);
+  if (m_dir == nullptr) {
+    m_error = errno;
+    ::close(own);
+  }
+}
+
+DirectoryReader::DirectoryReader(DirectoryReader&& other) noexcept
+    : m_dir(std::exchange(other.m_dir, nullptr)), m_error(other.m_error) {}
+
+DirectoryReader& DirectoryReader::operator=(DirectoryReader&& other) noexcept {
+  if (this != &other) {
+    close();
+    m_dir = std::exchange(other.m_dir, nullptr);
+    m_error = other.m_error;
+  }
+  return *this;
+}
+
+DirectoryReader::~DirectoryReader() {
+  close();
+}
+
+void DirectoryReader::close() noexcept {
+  if (m_dir != nullptr) ::closedir(m_dir);
+  m_dir = nullptr;
+}
+
+std::optional<DirectoryEntry> DirectoryReader::next() {
+  if (m_dir == nullptr || m_error != 0) return std::nullopt;
+  while (true) {
+    // readdir() answers nullptr both at the end and on an error; only errno
+    // tells them apart.
+    errno = 0;
+    const dirent* entry = ::readdir(m_dir);
+    if (entry == nullptr) {
+      m_error = errno;
+      return std::nullopt;
+    }
+    const char* name = entry->d_name;
+    if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
+    return DirectoryEntry{name, entry->d_type};
+  }
+}
+
+std::vector<DirectoryEntry> DirectoryReader::read_all() {
+  std::vector<DirectoryEntry> entries;
+  while (auto entry = next()) entries.push_back(std::move(*entry));
+  return entries;
 }
 
 TempDir& TempDir::operator=(TempDir&& other) noexcept {

@@ -1,12 +1,14 @@
 // File-system helpers that never follow a symlink they were not asked to.
 #pragma once
 
+#include <dirent.h>
 #include <sys/types.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "util/fd.hpp"
 
@@ -76,6 +78,52 @@ class TempDir {
 
  private:
   std::string m_path;
+};
+
+// One entry of a directory listing ("." and ".." are never among them).
+struct DirectoryEntry {
+  std::string name;
+  // d_type: DT_DIR, DT_REG, DT_LNK, ...; DT_UNKNOWN where the file system
+  // does not say (callers that must know lstat the entry anyway).
+  unsigned char type = DT_UNKNOWN;
+};
+
+// Lists one directory through a DIR* it owns. Never follows a symlink: it
+// reads a directory the caller already opened, or opens one relative to a
+// directory descriptor with O_NOFOLLOW. Failures are kept, not thrown, so
+// each caller decides what a directory it cannot read means (a failure, a
+// warning in the snapshot, or nothing for a /proc entry that vanished); a
+// listing that stops early is never mistaken for a complete one.
+// Allocates: never use it between fork and exec.
+class DirectoryReader {
+ public:
+  // Reads the directory `dir_fd` is open on (O_RDONLY|O_DIRECTORY), from its
+  // start, through a descriptor of its own: `dir_fd` stays the caller's.
+  explicit DirectoryReader(int dir_fd);
+  // Opens `name` relative to `at_fd` (AT_FDCWD for a path) as a directory,
+  // refusing a symlink in its last component.
+  DirectoryReader(int at_fd, const std::string& name);
+  DirectoryReader(DirectoryReader&& other) noexcept;
+  DirectoryReader& operator=(DirectoryReader&& other) noexcept;
+  DirectoryReader(const DirectoryReader&) = delete;
+  DirectoryReader& operator=(const DirectoryReader&) = delete;
+  ~DirectoryReader();
+
+  // False when the directory could not be opened; error() says why.
+  bool is_open() const { return m_dir != nullptr; }
+  // The next entry; nullopt at the end, and when reading failed (error()
+  // tells the two apart).
+  std::optional<DirectoryEntry> next();
+  // Every entry not read yet, in the order the file system gives them.
+  std::vector<DirectoryEntry> read_all();
+  // The errno of what stopped the listing early (opening or reading); 0
+  // while nothing did.
+  int error() const { return m_error; }
+
+ private:
+  void close() noexcept;
+  DIR* m_dir = nullptr;
+  int m_error = 0;
 };
 
 // Opens `path` (absolute) one component at a time with O_PATH|O_NOFOLLOW, so

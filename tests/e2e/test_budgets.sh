@@ -416,19 +416,35 @@ test_two_resumes_at_once_run_the_job_once() {
   no_process_left "sleep $m"
   finish_job 10
   assert_eq "$(json_field "$(git mullet show --json "$JOB")" state)" interrupted
-  # Each resumed worker takes a while and leaves its mark.
-  user_config '[run]' 'executor = "command"' "command = 'echo run >>runs.txt; sleep 1.5'"
-  local code_a=0 code_b=0
-  git mullet resume --json -q "$JOB" >../a.out 2>../a.err &
-  local a=$!
-  git mullet resume --json -q "$JOB" >../b.out 2>../b.err &
-  local b=$!
-  wait "$a" || code_a=$?
-  wait "$b" || code_b=$?
-  assert_eq "$(printf '%s\n' "$code_a" "$code_b" | sort | tr '\n' ' ')" "0 2 " "exit codes of the two resumes ($(cat ../a.err ../b.err))"
-  if [ "$code_a" = 2 ]; then ERR="$(cat ../a.err)"; else ERR="$(cat ../b.err)"; fi
+  # A resumed worker leaves its mark, then waits for the test: whichever
+  # resume comes second meets the job while the first one runs it.
+  local go
+  go="$(job_dir "$JOB")/home/go"
+  user_config '[run]' 'executor = "command"' \
+    "command = 'echo run >>runs.txt; while [ ! -e \"\$HOME/go\" ]; do sleep 0.1; done'"
+  local r resumes=""
+  for r in a b; do
+    (
+      code=0
+      git mullet resume --json -q "$JOB" >"../$r.out" 2>"../$r.err" || code=$?
+      echo "$code" >"../$r.code.tmp" && mv "../$r.code.tmp" "../$r.code"
+    ) </dev/null >/dev/null 2>&1 &
+    resumes="$resumes $!"
+  done
+  # Should the test fail, the resumes are cancelled (git forwards SIGTERM).
+  trap 'for p in '"$resumes"'; do pkill -TERM -P "$p" || true; done 2>/dev/null; touch "'"$go"'"' EXIT
+  # One resume is refused while the other runs the worker, which waits.
+  wait_until 60 sh -c 'test -e ../a.code || test -e ../b.code'
+  local first=a second=b
+  if [ ! -e ../a.code ]; then first=b second=a; fi
+  wait_until 60 test -e "$(job_dir "$JOB")/work/runs.txt"
+  touch "$go"
+  wait_until 60 test -e "../$second.code"
+  assert_eq "$(cat "../$first.code") $(cat "../$second.code")" "2 0" \
+    "exit codes of the refused and the running resume ($(cat ../a.err ../b.err))"
+  ERR="$(cat "../$first.err")"
   assert_clear_error
-  assert_matches "$ERR" "running|cannot be resumed|succeeded" "the refused resume's error"
+  assert_matches "$ERR" "running|cannot be resumed" "the refused resume's error"
   expect_exit 0 git mullet show --json "$JOB"
   JOB_JSON="$OUT"
   assert_eq "$(json_field "$JOB_JSON" state)" succeeded

@@ -10,9 +10,10 @@ source "$(dirname "$0")/../lib/harness.sh"
 refs_count() { git for-each-ref refs/mullet/jobs | wc -l; }
 
 # detach ARGS...: `git mullet run --detach ARGS`, which must print one job id
-# and nothing else; sets JOB.
+# and nothing else; sets JOB. Bounded: a --detach that waited for its job
+# would otherwise hang the test.
 detach() {
-  expect_exit 0 git mullet run --detach "$@"
+  expect_exit 0 timeout -k 5 60 git mullet run --detach "$@"
   assert_matches "$OUT" '^[0-9a-f]{10}$' "what run --detach printed"
   assert_eq "$ERR" "" "run --detach's stderr"
   JOB="$OUT"
@@ -23,18 +24,41 @@ job_state() { json_field "$(git mullet show --json "$1")" state; }
 # A sleep no other test (or suite) runs, to find the worker's processes by.
 marker_sleep() { echo "sleep 60.$$$RANDOM"; }
 
+# A worker's wait for the test's go-ahead: a file in its home (outside the
+# result), which `release` creates.
+WAIT_FOR_GO='while [ ! -e "$HOME/go" ]; do sleep 0.1; done'
+
+# discard_jobs_on_exit: when the test ends (failed half-way, say), the jobs
+# of the current repository are stopped and discarded, so that none is left
+# waiting for a go-ahead that never comes.
+discard_jobs_on_exit() {
+  trap 'for id in $(git for-each-ref --format="%(refname:lstrip=3)" refs/mullet/jobs 2>/dev/null); do
+    git mullet discard --force "$id" >/dev/null 2>&1 || true; done' EXIT
+}
+
+# started ID: the job's worker has said "started".
+started() {
+  grep -q started "$(job_dir "$1")/worker.log" 2>/dev/null
+}
+
+# release ID: lets the job's worker (waiting in WAIT_FOR_GO) go on, once it
+# has started.
+release() {
+  wait_until 60 started "$1"
+  touch "$(job_dir "$1")/home/go"
+}
+
 test_detach_returns_while_the_worker_runs_and_wait_follows_it() {
   new_repo repo
   cd repo
-  local before after
-  before="$(date +%s%N)"
-  detach -m "write f" --command 'echo started; sleep 3; echo hi >f; echo finished'
-  after="$(date +%s%N)"
-  # Back well before the worker could have ended, with the job on record.
-  [ $(((after - before) / 1000000)) -lt 2500 ] || fail "run --detach took $(((after - before) / 1000000)) ms"
+  discard_jobs_on_exit
+  # The worker cannot end before the test lets it: run --detach must be
+  # back while it runs, with the job on record.
+  detach -m "write f" --command "echo started; $WAIT_FOR_GO; echo hi >f; echo finished"
   assert_contains "$(git mullet list)" "$JOB  running" "list right after run --detach"
   assert_eq "$(job_state "$JOB")" running "state right after run --detach"
 
+  release "$JOB"
   expect_exit 0 git mullet wait "$JOB"
   assert_matches "$OUT" "^job $JOB succeeded: result [0-9a-f]{12}" "wait's summary"
   assert_contains "$OUT" "git mullet merge $JOB"
@@ -61,9 +85,24 @@ test_detach_returns_while_the_worker_runs_and_wait_follows_it() {
   expect_exit 0 git mullet wait -q "$id"
 }
 
+# wait_has_read FILE: a `git mullet wait` has FILE open and has read it to
+# its end (its offset, in /proc/PID/fdinfo, is the file's size).
+wait_has_read() {
+  local size pid fd
+  size="$(stat -c %s "$1")"
+  for pid in $(pgrep -f '[g]it-mullet wait'); do
+    for fd in "/proc/$pid/fd/"*; do
+      [ "$(readlink "$fd")" = "$1" ] || continue
+      [ "$(sed -n 's/^pos:[[:space:]]*//p' "/proc/$pid/fdinfo/${fd##*/}")" = "$size" ] && return 0
+    done
+  done
+  return 1
+}
+
 test_wait_prints_output_and_events_as_they_appear() {
   new_repo repo
   cd repo
+  discard_jobs_on_exit
   detach -m "wait for go" --command 'echo started; while [ ! -e go ]; do sleep 0.1; done; echo after-go'
   local dir
   dir="$(job_dir "$JOB")"
@@ -75,7 +114,8 @@ test_wait_prints_output_and_events_as_they_appear() {
   # first line in two pieces: rendered once, whole, while the job runs.
   local line='{"type":"assistant","message":{"content":[{"type":"text","text":"hello from the model"},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"make test"}}]}}'
   printf '%s' "${line:0:50}" >>"$dir/events.jsonl"
-  sleep 0.6
+  # The rest is written once wait has read the first piece.
+  wait_until 20 wait_has_read "$dir/events.jsonl"
   printf '%s\n' "${line:50}" >>"$dir/events.jsonl"
   wait_until 20 grep -q "hello from the model" ../wait.err
   touch "$dir/work/go"
@@ -168,16 +208,21 @@ test_refusals_are_reported_by_the_foreground_process() {
 test_ten_detached_jobs_at_once() {
   new_repo repo
   cd repo
+  discard_jobs_on_exit
   local i pids=()
-  # Started together, so their records are created at the same time too.
+  # Started together, so their records are created at the same time too; and
+  # all running at once: each worker waits until all ten have started.
   for i in $(seq 1 10); do
-    git mullet run --detach -m "job $i" --command "sleep 1; echo $i >file-$i.txt" >"../id-$i" 2>"../err-$i" &
+    timeout -k 5 60 git mullet run --detach -m "job $i" --command "echo started; $WAIT_FOR_GO; echo $i >file-$i.txt" \
+      >"../id-$i" 2>"../err-$i" &
     pids+=($!)
   done
   for i in $(seq 1 10); do
     wait "${pids[$((i - 1))]}" || fail "run --detach $i failed: $(cat "../err-$i")"
     assert_matches "$(cat "../id-$i")" '^[0-9a-f]{10}$' "id of job $i"
   done
+  for i in $(seq 1 10); do wait_until 120 started "$(cat "../id-$i")"; done
+  for i in $(seq 1 10); do release "$(cat "../id-$i")"; done
   for i in $(seq 1 10); do
     local id result
     id="$(cat "../id-$i")"
@@ -192,50 +237,85 @@ test_ten_detached_jobs_at_once() {
   assert_eq "$(cat ../id-* | sort -u | wc -l)" 10 "distinct ids printed"
 }
 
+# started_among ID...: those of the jobs whose worker has said "started".
+started_among() {
+  local id
+  for id in "$@"; do
+    if started "$id"; then echo "$id"; fi
+  done
+}
+
+# at_least_started COUNT ID...: at least COUNT of the jobs have started.
+at_least_started() {
+  local count="$1"
+  shift
+  [ "$(started_among "$@" | wc -l)" -ge "$count" ]
+}
+
 test_max_parallel_holds_for_detached_jobs() {
   new_repo repo
   cd repo
+  discard_jobs_on_exit
   printf '[run]\nmax_parallel = 2\n' >../config.toml
   export GIT_MULLET_CONFIG="$PWD/../config.toml"
-  # Each worker notes when it started and ended, in its own clone (the host
-  # clock: the sandbox has no time namespace); its result keeps both.
-  local i ids=()
+  # Each worker says it started, then waits for the test: the test sees
+  # which ones run, and lets them end one at a time.
+  local i waiting=()
   for i in $(seq 1 10); do
-    detach -m "job $i" --command "date +%s.%N >start; sleep 1; echo $i >file; date +%s.%N >end"
-    ids+=("$JOB")
+    detach -m "job $i" --command "echo started; $WAIT_FOR_GO; echo $i >file"
+    waiting+=("$JOB")
   done
-  local id result events=""
-  for id in "${ids[@]}"; do
-    expect_exit 0 git mullet wait -q "$id"
-    result="$(json_field "$(git mullet show --json "$id")" result)"
-    events+="$(git cat-file blob "$result:start") 1"$'\n'"$(git cat-file blob "$result:end") -1"$'\n'
+  local running=() rest=() id
+  while [ "${#waiting[@]}" -gt 0 ]; do
+    # As many as the cap lets run get there (or all that are left) ...
+    wait_until 60 at_least_started "$((${#waiting[@]} < 2 ? ${#waiting[@]} : 2))" "${waiting[@]}"
+    # ... and no more: the one let go last has ended, every other worker is
+    # still waiting for the test.
+    mapfile -t running < <(started_among "${waiting[@]}")
+    [ "${#running[@]}" -le 2 ] || fail "${#running[@]} workers ran at once with max_parallel = 2"
+    release "${running[0]}"
+    expect_exit 0 timeout 60 git mullet wait -q "${running[0]}"
+    assert_matches "$OUT" "^job ${running[0]} succeeded" "a job let go"
+    rest=()
+    for id in "${waiting[@]}"; do [ "$id" = "${running[0]}" ] || rest+=("$id"); done
+    waiting=("${rest[@]}")
   done
-  # The most workers ever running at once: a sweep over the starts and ends
-  # (an end before a start at the same instant).
-  local most
-  most="$(printf '%s' "$events" | sort -k1,1g -k2,2n | awk '{n += $2; if (n > m) m = n} END {print m}')"
-  [ "$most" -le 2 ] || fail "$most workers ran at once with max_parallel = 2"
-  [ "$most" -ge 1 ] || fail "no worker timestamps"
 }
 
-# start_long_job: a new repository with a detached job whose worker has
-# started and sleeps; SLEEPER is its sleep command, RUNNER its runner's pid.
+# start_long_job [STEPS]: a new repository with a detached job whose worker
+# has started and sleeps (after STEPS, shell commands ending in ';');
+# SLEEPER is its sleep command, RUNNER its runner's pid.
 start_long_job() {
   new_repo repo
   cd repo
   SLEEPER="$(marker_sleep)"
-  detach -m "long" --command "echo started; $SLEEPER"
+  discard_jobs_on_exit
+  detach -m "long" --command "echo started; ${1:-}$SLEEPER"
   wait_until 20 sh -c "git mullet log $JOB | grep -q started"
   RUNNER="$(json_get "$(git mullet show --json "$JOB")" '.runner.pid')"
 }
 
+# hangup_taken PID: no SIGHUP is pending for PID any more (it was delivered,
+# or PID is gone).
+hangup_taken() {
+  local mask
+  [ -r "/proc/$1/status" ] || return 0
+  for mask in $(awk '/^(SigPnd|ShdPnd):/ {print $2}' "/proc/$1/status"); do
+    [ $((16#$mask & 1)) -eq 0 ] || return 1
+  done
+}
+
 test_a_detached_job_survives_a_hangup_and_is_cancelled_by_sigterm() {
-  start_long_job
+  start_long_job "$WAIT_FOR_GO; echo after-hangup; "
   local sleeper="$SLEEPER" runner="$RUNNER"
   # A session of its own: no terminal whose hangup or Ctrl-C reaches it.
   assert_eq "$(ps -o sid= -p "$runner" | tr -d ' ')" "$runner" "the runner's session"
   kill -HUP "$runner"
-  sleep 0.5
+  # Once the runner has taken the signal the worker is let go: its output
+  # reaches the log only through a runner, and a sandbox, that lived on.
+  wait_until 10 hangup_taken "$runner"
+  release "$JOB"
+  wait_until 20 sh -c "git mullet log $JOB | grep -q after-hangup"
   assert_eq "$(job_state "$JOB")" running "state after SIGHUP"
   kill -TERM "$runner"
   expect_exit 1 timeout 30 git mullet wait -q "$JOB"

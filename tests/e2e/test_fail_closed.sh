@@ -120,6 +120,13 @@ test_doctor_reports_a_broken_sandbox() {
   assert_contains "$OUT" "fix:"
   expect_exit 3 git mullet doctor --json
   assert_eq "$(json_field "$OUT" ok)" False
+  # The test sandbox is a job's, wall check included: a bwrap that starts
+  # but leaves out a wall jobs rely on fails too.
+  drop_option_bwrap --remount-ro 1
+  expect_exit 3 git mullet doctor
+  assert_contains "$OUT" "FAIL  sandbox starts"
+  assert_contains "$OUT" "wall check: the root file system is writable"
+  assert_contains "$OUT" "fix: the bubblewrap found on PATH"
 }
 
 # A Claude Code that never answers --version must not hang `run` before any

@@ -63,15 +63,22 @@ test_show_and_list_describe_the_job() {
   assert_eq "$(json_get "$OUT" '.[0].title')" "Add a greeting"
 }
 
+# clock_past TIMESTAMP: the UTC clock, to the second, is past TIMESTAMP.
+clock_past() {
+  [[ "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$1" ]]
+}
+
 test_list_shows_every_state_newest_first() {
   new_repo repo
   cd repo
+  # created_at has whole seconds: each job starts once the clock has passed
+  # the one before's, so the order list shows is the order they ran in.
   run_job -m "first: changes" --command 'echo a >a'
   local changed="$JOB"
-  sleep 1.1
+  wait_until 5 clock_past "$(json_field "$JOB_JSON" created_at)"
   run_job -m "second: nothing" --command true
   local unchanged="$JOB"
-  sleep 1.1
+  wait_until 5 clock_past "$(json_field "$JOB_JSON" created_at)"
   run_job -m "third: fails" --command 'exit 2'
   local failed="$JOB"
   expect_exit 0 git mullet list
@@ -234,14 +241,30 @@ test_push_carries_jobs_to_another_clone() {
   assert_eq "$(git cat-file blob "mullet/$id:shared.txt")" shared
 }
 
+# started_jobs COUNT: COUNT jobs exist and each one's worker has said
+# "started".
+started_jobs() {
+  local ids id
+  ids="$(git for-each-ref --format='%(refname:lstrip=3)' refs/mullet/jobs)"
+  [ "$(printf '%s\n' "$ids" | grep -c .)" -eq "$1" ] || return 1
+  for id in $ids; do grep -q started "$(job_dir "$id")/worker.log" 2>/dev/null || return 1; done
+}
+
 test_concurrent_runs_all_complete() {
   new_repo repo
   cd repo
-  local pids="" n
+  local pids="" n id
+  # Each worker waits for a file in its home, so all four are running at once.
   for n in 1 2 3 4; do
-    git mullet run --json -q -m "job $n" --command "sleep 1; echo $n >file-$n.txt" >"../out-$n.json" 2>"../err-$n.txt" &
+    git mullet run --json -q -m "job $n" \
+      --command "echo started; while [ ! -e \"\$HOME/go\" ]; do sleep 0.1; done; echo $n >file-$n.txt" \
+      >"../out-$n.json" 2>"../err-$n.txt" &
     pids="$pids $!"
   done
+  # Should the test fail, the waiting jobs are cancelled (git forwards SIGTERM).
+  trap 'kill -TERM '"$pids"' 2>/dev/null || true' EXIT
+  wait_until 120 started_jobs 4
+  for id in $(git for-each-ref --format='%(refname:lstrip=3)' refs/mullet/jobs); do touch "$(job_dir "$id")/home/go"; done
   n=0
   for pid in $pids; do
     n=$((n + 1))

@@ -15,8 +15,21 @@ start_victim() {
     sleep "$1" &
   fi
   VICTIM_PID=$!
-  sleep 0.2
-  kill -0 "$VICTIM_PID" 2>/dev/null || fail "the victim process did not start"
+  # Ready once it is `sleep` (as root: once setpriv has changed its uid).
+  wait_until 10 is_sleep "$VICTIM_PID"
+}
+
+# is_sleep PID: PID runs `sleep`.
+is_sleep() {
+  [ "$(cat "/proc/$1/comm" 2>/dev/null)" = sleep ]
+}
+
+# no_signal_pending PID: nothing was sent to PID that it has not taken yet.
+no_signal_pending() {
+  local mask
+  for mask in $(awk '/^(SigPnd|ShdPnd):/ {print $2}' "/proc/$1/status"); do
+    [ $((16#$mask)) -eq 0 ] || return 1
+  done
 }
 
 test_signal_and_ptrace_host_process_fails() {
@@ -44,8 +57,10 @@ finish
 kill -9 -1 || true"
   sec_assert_all_denied
   sec_assert_worker_ran
-  sleep 0.5
+  # No waiting: a signal that got through would be pending or taken by now,
+  # and either shows (a taken SIGKILL or SIGSTOP leaves it Z, gone or T).
   kill -0 "$pid" 2>/dev/null || fail "the host process $pid was killed by the worker"
+  no_signal_pending "$pid" || fail "a signal is pending for the host process $pid: $(grep Pnd "/proc/$pid/status")"
   local state
   state="$(awk '{print $3}' "/proc/$pid/stat")"
   assert_eq "$state" S "the host process's state (T would mean stopped, t traced)"
@@ -168,16 +183,20 @@ if os.fork() == 0:
     os._exit(0)
 ' $n4
 nohup sh -c 'trap \"\" HUP TERM; exec sleep $n5' >/dev/null 2>&1 &
-sleep 0.5
+i=0
+while [ \$(pgrep -c -f \"sleep ($n1|$n2|$n3|$n4|$n5)\$\") -lt 5 ] && [ \$i -lt 100 ]; do sleep 0.1; i=\$((i + 1)); done
 echo \"RUNNING-INSIDE \$(pgrep -c -f \"sleep ($n1|$n2|$n3|$n4|$n5)\$\")\"
 finish"
   sec_assert_worker_ran
   # Positive control: all five were running inside when the worker ended.
   assert_contains "$LOG" "RUNNING-INSIDE 5" "worker output"
-  sleep 1
-  local left
-  left="$(pgrep -a -f "sleep ($n1|$n2|$n3|$n4|$n5)\$" || true)"
-  [ -z "$left" ] || fail "processes started by the worker still run on the host after the job: $left"
+  # The sandbox's pid namespace is gone with the job: none is left by now
+  # (the bound is only a failure guard).
+  local left deadline=$((SECONDS + 10))
+  while left="$(pgrep -a -f "sleep ($n1|$n2|$n3|$n4|$n5)\$")"; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "processes started by the worker still run on the host after the job: $left"
+    sleep 0.1
+  done
 }
 
 run_tests

@@ -8,19 +8,18 @@
 
 #include "config/config.hpp"
 
+#include "support/support.hpp"
+
 using mullet::Error;
 using mullet::ExitCode;
 using mullet::config::Config;
 using mullet::config::Problem;
 using mullet::config::Source;
 using mullet::config::throw_if_problems;
+using mullet::test::contains;
 using Strings = std::vector<std::string>;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // All problem messages, one per line, for failure output.
 std::string messages(const std::vector<Problem>& problems) {

@@ -27,12 +27,15 @@
 #include "executors/progress.hpp"
 #include "util/error.hpp"
 
+#include "support/support.hpp"
+
 namespace claude = mullet::executors::claude;
 using mullet::ExitCode;
 using mullet::executors::Progress;
 using mullet::executors::progress_text;
 using mullet::executors::WorkerOutcome;
 using mullet::sandbox::StopReason;
+using mullet::test::contains;
 using nlohmann::json;
 using Strings = std::vector<std::string>;
 
@@ -328,10 +331,6 @@ claude::RunFacts exited(int code, std::string stderr_text = {}) {
 
 WorkerOutcome judge_run(std::string_view jsonl, const claude::RunFacts& facts) {
   return claude::judge(state_of(jsonl), facts);
-}
-
-bool contains(std::string_view text, std::string_view part) {
-  return text.find(part) != std::string_view::npos;
 }
 
 // The lines of a fixture, without the last one (the result event).

@@ -1,33 +1,19 @@
 #include <doctest/doctest.h>
 
-#include <stdlib.h>
-
-#include <filesystem>
 #include <string>
 
 #include "jobs/phases.hpp"
 #include "util/fs.hpp"
 
+#include "support/support.hpp"
+
 using mullet::jobs::BoundedLog;
 using mullet::jobs::log_tail_kept;
-
-namespace {
-
-struct LogDir {
-  LogDir() {
-    std::string pattern = "/tmp/mullet-unit-XXXXXX";
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~LogDir() { std::filesystem::remove_all(path); }
-  std::string path;
-};
-
-}  // namespace
+using mullet::test::ScratchDir;
 
 TEST_CASE("BoundedLog writes everything up to its cap") {
-  LogDir dir;
-  const std::string path = dir.path + "/log";
+  ScratchDir dir;
+  const std::string path = dir / "log";
   BoundedLog log(path, 100);
   log.write("hello\n");
   log.end_phase();
@@ -36,8 +22,8 @@ TEST_CASE("BoundedLog writes everything up to its cap") {
 }
 
 TEST_CASE("BoundedLog stops at its cap, says how much it left out and keeps the end") {
-  LogDir dir;
-  const std::string path = dir.path + "/log";
+  ScratchDir dir;
+  const std::string path = dir / "log";
   BoundedLog log(path, 1000);
   const std::string chunk(4096, 'x');
   std::size_t written = 0;
@@ -64,8 +50,8 @@ TEST_CASE("BoundedLog stops at its cap, says how much it left out and keeps the 
 }
 
 TEST_CASE("BoundedLog counts what the file already holds (a resumed job)") {
-  LogDir dir;
-  const std::string path = dir.path + "/log";
+  ScratchDir dir;
+  const std::string path = dir / "log";
   mullet::util::write_file(path, std::string(50, 'a'));
   BoundedLog log(path, 60);
   CHECK(log.size() == 50);

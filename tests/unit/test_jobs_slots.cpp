@@ -10,6 +10,8 @@
 #include "jobs/slots.hpp"
 #include "util/error.hpp"
 
+#include "support/support.hpp"
+
 namespace fs = std::filesystem;
 using mullet::Error;
 using mullet::ExitCode;
@@ -17,6 +19,7 @@ using mullet::config::Config;
 using mullet::config::Source;
 using mullet::jobs::claim_sandbox_uid;
 using mullet::jobs::sandbox_uid_range;
+using mullet::test::ScratchDir;
 
 namespace {
 
@@ -65,9 +68,8 @@ TEST_CASE("the sandbox uid range: a high default, checked bounds") {
 }
 
 TEST_CASE("claim_sandbox_uid: one job per uid while held, free again when released") {
-  std::string pattern = "/tmp/mullet-unit-XXXXXX";
-  REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-  const std::string directory = pattern + "/uids";
+  const ScratchDir scratch;
+  const std::string directory = scratch / "uids";
   {
     auto first = claim_sandbox_uid({5000, 2}, directory);
     auto second = claim_sandbox_uid({5000, 2}, directory);
@@ -86,5 +88,4 @@ TEST_CASE("claim_sandbox_uid: one job per uid while held, free again when releas
     CHECK(claim_sandbox_uid({5000, 2}, directory).uid == 5000U);
   }
   CHECK((fs::status(directory).permissions() & fs::perms::all) == fs::perms::owner_all);
-  fs::remove_all(pattern);
 }

@@ -33,6 +33,8 @@
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
+#include "support/support.hpp"
+
 using mullet::UniqueFd;
 using mullet::net::Bridge;
 using mullet::net::BridgeOptions;
@@ -43,6 +45,7 @@ using mullet::net::parse_proxy_request;
 using mullet::net::ProxyDecision;
 using mullet::net::ProxyOptions;
 using mullet::net::run_bridge;
+using mullet::test::ScratchDir;
 using Strings = std::vector<std::string>;
 using namespace std::chrono_literals;
 
@@ -157,25 +160,6 @@ void raise_file_limit() {
   files.rlim_cur = std::min<rlim_t>(files.rlim_max, 16384);
   ::setrlimit(RLIMIT_NOFILE, &files);
 }
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = "/tmp/mullet-proxy-XXXXXX";
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    m_path = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    ::unlink((m_path + "/proxy.sock").c_str());
-    ::rmdir(m_path.c_str());
-  }
-  const std::string& path() const { return m_path; }
-
- private:
-  std::string m_path;
-};
 
 // ---------------------------------------------------------------------------
 // The destination: on 127.0.0.1, an HTTP server for requests in origin form
@@ -336,7 +320,7 @@ struct Fixture {
     return found;
   }
 
-  TempDir dir;
+  const ScratchDir dir{"mullet-proxy-"};
   TestServer server;
   std::string socket_path;
   std::string port;
@@ -593,7 +577,7 @@ TEST_CASE("proxy request heads: garbage and oversized heads are refused") {
 // Real sockets, loopback only
 
 TEST_CASE("egress proxy: the socket is 0666, an existing path is refused, stop() removes it") {
-  TempDir dir;
+  const ScratchDir dir("mullet-proxy-");
   const auto path = dir.path() + "/proxy.sock";
   {
     EgressProxy proxy({"127.0.0.1:1"}, path);
@@ -743,7 +727,7 @@ TEST_CASE("egress proxy: destinations off the allow list get 403, and the refusa
 }
 
 TEST_CASE("egress proxy: '*' never reaches loopback or private addresses") {
-  TempDir dir;
+  const ScratchDir dir{"mullet-proxy-"};
   TestServer server;
   const auto path = dir.path() + "/proxy.sock";
   EgressProxy proxy({"*"}, path);
@@ -769,7 +753,7 @@ TEST_CASE("egress proxy: '*' never reaches loopback or private addresses") {
 }
 
 TEST_CASE("egress proxy: an unreachable destination gets 502, logged as allowed but unreachable") {
-  TempDir dir;
+  const ScratchDir dir("mullet-proxy-");
   const auto closed = std::to_string(free_port());
   const auto path = dir.path() + "/proxy.sock";
   EgressProxy proxy({"127.0.0.1:" + closed}, path);
@@ -943,7 +927,7 @@ TEST_CASE("bridge to the egress proxy: CONNECT, GET, refusals and a flood, relay
 }
 
 TEST_CASE("bridge to the egress proxy: a dead proxy socket closes the client, not the bridge") {
-  TempDir dir;
+  const ScratchDir dir("mullet-proxy-");
   BridgeThread bridge(dir.path() + "/proxy.sock");  // nothing listens there
   const auto fd = bridge.opener()();
   REQUIRE(fd);
@@ -956,7 +940,7 @@ TEST_CASE("bridge to the egress proxy: a dead proxy socket closes the client, no
 }
 
 TEST_CASE("bridge to the egress proxy: run_bridge in its own process relays and ends on SIGTERM") {
-  TempDir dir;
+  const ScratchDir dir("mullet-proxy-");
   const auto path = dir.path() + "/proxy.sock";
   const int port = free_port();
   // Forked before this test starts any thread of its own.

@@ -10,6 +10,8 @@
 #include "net/address.hpp"
 #include "net/grant.hpp"
 
+#include "support/support.hpp"
+
 using mullet::net::Destination;
 using mullet::net::Grant;
 using mullet::net::grant_names_an_address;
@@ -18,6 +20,7 @@ using mullet::net::parse_destination;
 using mullet::net::parse_grant;
 using mullet::net::parse_host;
 using mullet::net::restricted_address_kind;
+using mullet::test::contains;
 using Strings = std::vector<std::string>;
 
 namespace {
@@ -205,6 +208,40 @@ TEST_CASE("destinations: an optional port with a default; hosts alone") {
   CHECK_FALSE(parse_host("example.com:443").has_value());
   CHECK_FALSE(parse_host("[]").has_value());
   CHECK(std::string(parse_destination("::ffff:127.0.0.1:80", 0).error().what()).find("brackets") != std::string::npos);
+}
+
+TEST_CASE("grants: a refusal is a usage error that says why") {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "the host is empty"},
+      {"example.com", "the port is missing"},
+      {"example.com:0443", "1 to 65535, in decimal without leading zeros"},
+      {"::1:80", "must be in brackets"},
+      {"[::1", "closed by ]"},
+      {"[::1]x80", "only :port may follow"},
+      {"[fe80::1%eth0]:80", "no zone"},
+      {"127.1:80", "four decimal numbers"},
+      {"example.123:80", "four decimal numbers"},  // a resolver reads an all-digit last label as an address
+      {"exa_mple.com:443", "letters, digits, hyphens and dots only"},
+      {"-x.example:443", "starts or ends in a hyphen"},
+      {"a..b:443", "empty label"},
+      {std::string(64, 'a') + ".example:443", "longer than 63"},
+  };
+  for (const auto& [text, why] : cases) {
+    INFO(text);
+    const auto grant = parse_grant(text);
+    REQUIRE_FALSE(grant.has_value());
+    CHECK(grant.error().code() == mullet::ExitCode::usage);
+    CHECK(contains(grant.error().what(), why));
+  }
+  CHECK(grant_names_an_address("example.123:80"));
+}
+
+TEST_CASE("destinations: a name never equals an address, whatever it spells") {
+  CHECK_FALSE(*parse_destination("localhost:80") == *parse_destination("127.0.0.1:80"));
+  CHECK(*parse_destination("127.0.0.1:80") == *parse_destination("127.0.0.1:80"));
+  CHECK_FALSE(*parse_destination("127.0.0.1:80") == *parse_destination("127.0.0.1:81"));
+  CHECK(*parse_destination("[::FFFF:127.0.0.1]:80") == *parse_destination("[::ffff:7f00:1]:80"));
+  CHECK_FALSE(*parse_destination("[::ffff:127.0.0.1]:80") == *parse_destination("127.0.0.1:80"));
 }
 
 TEST_CASE("localhost and every name under it are loopback names") {

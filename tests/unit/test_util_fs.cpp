@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,10 +19,15 @@
 #include "util/fs.hpp"
 #include "util/strings.hpp"
 
+#include "support/support.hpp"
+
 namespace fs = std::filesystem;
 using mullet::Error;
 using mullet::ExitCode;
 using mullet::UniqueFd;
+using mullet::test::make_file;
+using mullet::test::ScratchDir;
+using mullet::util::DirectoryReader;
 using mullet::util::disk_usage;
 using mullet::util::open_path_no_symlinks;
 using mullet::util::open_path_no_symlinks_raw;
@@ -32,40 +38,6 @@ using mullet::util::write_file_atomic;
 namespace {
 
 constexpr uid_t nobody = 65534;
-
-// A fresh directory under /tmp (by its real path), removed afterwards whatever
-// the test left in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = "/tmp/mullet-unit-XXXXXX";
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    m_path = fs::canonical(pattern).string();
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    if (!fs::exists(fs::symlink_status(m_path, ignored))) return;
-    for (auto it = fs::recursive_directory_iterator(m_path, ignored); it != fs::recursive_directory_iterator();
-         it.increment(ignored)) {
-      if (!it->is_symlink(ignored)) fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ignored);
-    }
-    fs::remove_all(m_path, ignored);
-  }
-  const std::string& path() const { return m_path; }
-  std::string operator/(const std::string& name) const { return m_path + "/" + name; }
-
- private:
-  std::string m_path;
-};
-
-void make_file(const std::string& path, const std::string& content = "x") {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  REQUIRE(fd >= 0);
-  REQUIRE(::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()));
-  ::close(fd);
-}
 
 bool exists_no_follow(const std::string& path) {
   struct stat info {};
@@ -124,7 +96,7 @@ int run_unprivileged(const std::string& dir, const std::function<int()>& body) {
 }  // namespace
 
 TEST_CASE("open_path_no_symlinks opens a real path") {
-  TempDir dir;
+  ScratchDir dir;
   fs::create_directories(dir / "a/b");
   make_file(dir / "a/b/file");
   const UniqueFd fd = open_path_no_symlinks(dir / "a/b/file");
@@ -144,7 +116,7 @@ TEST_CASE("open_path_no_symlinks opens a real path") {
 }
 
 TEST_CASE("open_path_no_symlinks refuses a symlink anywhere in the path") {
-  TempDir dir;
+  ScratchDir dir;
   fs::create_directories(dir / "real/sub");
   make_file(dir / "real/sub/file");
   fs::create_directory_symlink(dir / "real", dir / "link");
@@ -170,7 +142,7 @@ TEST_CASE("open_path_no_symlinks refuses a symlink anywhere in the path") {
 }
 
 TEST_CASE("open_path_no_symlinks refuses what is not a plain absolute path") {
-  TempDir dir;
+  ScratchDir dir;
   fs::create_directories(dir / "a");
   expect_refused(dir / "missing/file", "does not exist: " + (dir / "missing"));
   expect_refused(dir / "a/missing", "does not exist");
@@ -180,7 +152,7 @@ TEST_CASE("open_path_no_symlinks refuses what is not a plain absolute path") {
 }
 
 TEST_CASE("open_path_no_symlinks_raw: the same walk without exceptions") {
-  TempDir dir;
+  ScratchDir dir;
   fs::create_directories(dir / "real/sub");
   make_file(dir / "real/sub/file");
   fs::create_directory_symlink(dir / "real", dir / "link");
@@ -233,7 +205,7 @@ TEST_CASE("open_path_no_symlinks_raw: the same walk without exceptions") {
 }
 
 TEST_CASE("open_path_no_symlinks_raw leaks no descriptor on any path") {
-  TempDir dir;
+  ScratchDir dir;
   fs::create_directories(dir / "real/sub");
   fs::create_directory_symlink(dir / "real", dir / "link");
   const int probe_before = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -252,12 +224,12 @@ TEST_CASE("open_path_no_symlinks_raw leaks no descriptor on any path") {
 }
 
 TEST_CASE("remove_tree removes a tree with an unreadable directory and keeps symlink targets") {
-  TempDir outside;
+  ScratchDir outside;
   fs::create_directories(outside / "keep/inner");
   make_file(outside / "keep/inner/precious", "precious");
   make_file(outside / "lone-file", "lone");
 
-  TempDir base;
+  ScratchDir base;
   const std::string tree = base / "tree";
   fs::create_directories(tree + "/locked/deeper/deepest");
   fs::create_directories(tree + "/readonly");
@@ -293,7 +265,7 @@ TEST_CASE("remove_tree removes a tree with an unreadable directory and keeps sym
 }
 
 TEST_CASE("remove_tree on a file, a symlink and a missing path") {
-  TempDir dir;
+  ScratchDir dir;
   make_file(dir / "file");
   fs::create_directories(dir / "target");
   make_file(dir / "target/kept");
@@ -310,7 +282,7 @@ TEST_CASE("remove_tree on a file, a symlink and a missing path") {
 }
 
 TEST_CASE("write_file_atomic writes the whole file with the mode asked for") {
-  TempDir dir;
+  ScratchDir dir;
   const mode_t old_umask = ::umask(022);
   const std::string path = dir / "config.json";
 
@@ -338,7 +310,7 @@ TEST_CASE("write_file_atomic writes the whole file with the mode asked for") {
 }
 
 TEST_CASE("write_file_atomic replaces a symlink instead of writing through it") {
-  TempDir dir;
+  ScratchDir dir;
   make_file(dir / "target", "original");
   fs::create_symlink(dir / "target", dir / "link");
   write_file_atomic(dir / "link", "new");
@@ -348,7 +320,7 @@ TEST_CASE("write_file_atomic replaces a symlink instead of writing through it") 
 }
 
 TEST_CASE("write_file_atomic fails cleanly") {
-  TempDir dir;
+  ScratchDir dir;
   try {
     write_file_atomic(dir / "missing/file", "x");
     FAIL("no exception");
@@ -363,10 +335,130 @@ TEST_CASE("write_file_atomic fails cleanly") {
   CHECK(names == std::vector<std::string>{"occupied"});
 }
 
+namespace {
+
+// How many descriptors this process has open.
+std::size_t open_descriptors() {
+  std::size_t count = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator("/proc/self/fd")) ++count;
+  return count;
+}
+
+std::map<std::string, unsigned char> entries_of(DirectoryReader& reader) {
+  std::map<std::string, unsigned char> found;
+  for (const auto& entry : reader.read_all()) CHECK(found.emplace(entry.name, entry.type).second);
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("DirectoryReader lists every entry with its type, without . and ..") {
+  ScratchDir dir;
+  make_file(dir / "file");
+  fs::create_directory(dir / "sub");
+  fs::create_symlink("sub", dir / "link");
+  REQUIRE(::mkfifo((dir / "fifo").c_str(), 0600) == 0);
+  const UniqueFd dir_fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(dir_fd);
+
+  DirectoryReader reader(dir_fd.get());
+  REQUIRE(reader.is_open());
+  const auto found = entries_of(reader);
+  CHECK(reader.error() == 0);
+  CHECK(found ==
+        std::map<std::string, unsigned char>{{"file", DT_REG}, {"sub", DT_DIR}, {"link", DT_LNK}, {"fifo", DT_FIFO}});
+  // At the end it stays at the end.
+  CHECK_FALSE(reader.next().has_value());
+  CHECK(reader.error() == 0);
+
+  DirectoryReader empty(dir_fd.get(), "sub");
+  REQUIRE(empty.is_open());
+  CHECK(empty.read_all().empty());
+  CHECK(empty.error() == 0);
+}
+
+TEST_CASE("DirectoryReader reads a descriptor from its start and leaves it to the caller") {
+  ScratchDir dir;
+  for (const char* name : {"a", "b", "c"}) make_file(dir / name);
+  const UniqueFd dir_fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(dir_fd);
+  const std::size_t before = open_descriptors();
+  {
+    DirectoryReader first(dir_fd.get());
+    CHECK(first.next().has_value());  // part of the way only
+    CHECK(open_descriptors() == before + 1);
+  }
+  // Its own descriptor closed with it; the caller's is still open and lists
+  // whole again, although the first reader moved the shared offset.
+  CHECK(open_descriptors() == before);
+  CHECK(::fcntl(dir_fd.get(), F_GETFD) >= 0);
+  DirectoryReader second(dir_fd.get());
+  CHECK(entries_of(second).size() == 3);
+  CHECK(second.error() == 0);
+
+  SUBCASE("moving hands the listing over") {
+    DirectoryReader third(dir_fd.get());
+    DirectoryReader moved(std::move(third));
+    CHECK(moved.is_open());
+    CHECK(entries_of(moved).size() == 3);
+    third = std::move(moved);
+    CHECK(third.is_open());
+  }
+  CHECK(open_descriptors() == before + 1);  // `second`'s
+}
+
+TEST_CASE("DirectoryReader opened by name follows no symlink and says why it failed") {
+  ScratchDir dir;
+  fs::create_directory(dir / "real");
+  make_file(dir / "real/inside");
+  fs::create_symlink(dir / "real", dir / "link");
+  make_file(dir / "file");
+  const UniqueFd dir_fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(dir_fd);
+
+  DirectoryReader real(dir_fd.get(), "real");
+  CHECK(real.is_open());
+  CHECK(entries_of(real).count("inside") == 1);
+  DirectoryReader by_path(AT_FDCWD, dir / "real");
+  CHECK(entries_of(by_path).count("inside") == 1);
+
+  const std::size_t before = open_descriptors();
+  for (const std::string name : {"link", "file", "missing"}) {
+    INFO(name);
+    DirectoryReader refused(dir_fd.get(), name);
+    CHECK_FALSE(refused.is_open());
+    CHECK_FALSE(refused.next().has_value());
+    CHECK(refused.read_all().empty());
+    if (name == "link") CHECK((refused.error() == ELOOP || refused.error() == ENOTDIR));
+    if (name == "file") CHECK(refused.error() == ENOTDIR);
+    if (name == "missing") CHECK(refused.error() == ENOENT);
+  }
+  CHECK(open_descriptors() == before);
+
+  // A descriptor that is not a directory.
+  const UniqueFd file_fd(::open((dir / "file").c_str(), O_RDONLY | O_CLOEXEC));
+  DirectoryReader of_file(file_fd.get());
+  CHECK_FALSE(of_file.is_open());
+  CHECK(of_file.error() == ENOTDIR);
+}
+
+TEST_CASE("DirectoryReader tells a listing that failed from one that ended") {
+  ScratchDir dir;
+  make_file(dir / "file");
+  // An O_PATH descriptor opens as a DIR* but cannot be read: readdir() fails,
+  // which must not read as an empty directory.
+  const UniqueFd path_only(::open(dir.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(path_only);
+  DirectoryReader reader(path_only.get());
+  CHECK(reader.read_all().empty());
+  CHECK(reader.error() != 0);
+  CHECK_FALSE(reader.next().has_value());
+}
+
 TEST_CASE("disk_usage counts allocated bytes without following symlinks") {
-  TempDir outside;
+  ScratchDir outside;
   make_file(outside / "huge", std::string(4U << 20U, 'h'));
-  TempDir dir;
+  ScratchDir dir;
   fs::create_directories(dir / "a/b");
   make_file(dir / "a/one", std::string(1U << 20U, '1'));
   make_file(dir / "a/b/two", std::string(1U << 20U, '2'));
@@ -385,7 +477,7 @@ TEST_CASE("disk_usage counts allocated bytes without following symlinks") {
 }
 
 TEST_CASE("read_file_tail reads only the end of a file, and marks the cut") {
-  TempDir dir;
+  ScratchDir dir;
   const std::string path = dir.path() + "/log";
   CHECK_FALSE(mullet::util::read_file_tail(path, 10).has_value());
   mullet::util::write_file(path, "");
@@ -416,11 +508,11 @@ static mode_t mode_of(const std::string& path) {
 }
 
 TEST_CASE("strip_unsafe_modes clears setuid, setgid and other-writable bits everywhere, following no symlink") {
-  TempDir outside;
+  ScratchDir outside;
   make_file(outside / "target");
   REQUIRE(::chmod((outside / "target").c_str(), 04755) == 0);
 
-  TempDir base;
+  ScratchDir base;
   const std::string tree = base / "tree";
   fs::create_directories(tree + "/sub/locked/deeper");
   fs::create_directories(tree + "/sgid-dir");
@@ -479,7 +571,7 @@ TEST_CASE("strip_unsafe_modes clears setuid, setgid and other-writable bits ever
 }
 
 TEST_CASE("make_private_dirs makes and tightens 0700 directories and refuses symlinks") {
-  TempDir base;
+  ScratchDir base;
   mullet::util::make_private_dirs(base.path(), "a/b/c");
   CHECK(mode_of(base / "a") == 0700);
   CHECK(mode_of(base / "a/b") == 0700);
@@ -491,7 +583,7 @@ TEST_CASE("make_private_dirs makes and tightens 0700 directories and refuses sym
   CHECK(mode_of(base / "a") == 0700);
   CHECK(mode_of(base / "a/b") == 0700);
   // A symlink in the way is refused, its target untouched.
-  TempDir outside;
+  ScratchDir outside;
   REQUIRE(::chmod(outside.path().c_str(), 0755) == 0);
   fs::create_directory_symlink(outside.path(), base / "a/link");
   CHECK_THROWS_AS(mullet::util::make_private_dirs(base.path(), "a/link/d"), Error);
