@@ -446,6 +446,12 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Everything that can be refused before the body is read.
   void decide() {
+    if (m_request.method == "HEAD" && m_request.path == "/") {
+      // Claude Code warms its connection up with a HEAD of the base URL,
+      // without a key, and ignores the answer: not worth a refusal.
+      m_silent = true;
+      return answer("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", 200);
+    }
     if (!carries_sentinel(m_request.headers, m_options.sentinel)) {
       return refuse(401, "authentication_error", ApiOutcome::no_sentinel,
                     "this endpoint serves only requests that carry this job's key (the sentinel)");

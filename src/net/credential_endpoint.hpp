@@ -104,7 +104,9 @@ struct ApiRoute {
   bool metered = true;  // its answers cost money and carry usage
 };
 // POST /v1/messages, POST /v1/chat/completions (metered), POST
-// /v1/messages/count_tokens (free).
+// /v1/messages/count_tokens (free). Apart from the routes, a HEAD of "/" (the
+// base URL, which Claude Code sends without a key to warm its connection up)
+// gets an empty 200 from the endpoint itself, unrecorded.
 std::vector<ApiRoute> default_api_routes();
 
 // The head sent upstream for `request` (origin form, read by

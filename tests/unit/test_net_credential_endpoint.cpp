@@ -846,6 +846,11 @@ TEST_CASE("credential endpoint: requests without this job's sentinel, or off the
     CHECK(reply.json["error"]["message"].get<std::string>().starts_with("git-mullet: "));
     CHECK(reply.head.find("\r\nx-should-retry: false\r\n") != std::string::npos);
   }
+  // Claude Code's warm-up HEAD of the base URL, keyless, is answered here and
+  // not counted as a refusal.
+  const auto warm_up = ask(endpoint.socket_path, "HEAD / HTTP/1.1\r\nHost: 127.0.0.1:3129\r\n\r\n");
+  CHECK(warm_up.status == 200);
+  CHECK(warm_up.body.empty());
   CHECK(upstream.connections() == 0);
   const auto records = endpoint.records(refused.size());
   REQUIRE(records.size() == refused.size());
@@ -856,6 +861,7 @@ TEST_CASE("credential endpoint: requests without this job's sentinel, or off the
   CHECK(records[6].outcome == ApiOutcome::malformed);
   CHECK(std::all_of(records.begin(), records.end(), [](const ApiRequestRecord& r) { return r.bytes_up == 0; }));
   CHECK(endpoint.endpoint->totals().refused == refused.size());
+  CHECK(endpoint.endpoint->records().size() == refused.size());
   CHECK(log.text().find("refused") != std::string::npos);
   CHECK(log.text().find(other_job) == std::string::npos);
 }
