@@ -250,6 +250,7 @@ std::string_view to_string(ApiOutcome outcome) {
     case ApiOutcome::upstream_failed: return "upstream_failed";
     case ApiOutcome::client_gone: return "client_gone";
     case ApiOutcome::stopped: return "stopped";
+    case ApiOutcome::busy: return "busy";
   }
   return "unknown";
 }
@@ -324,6 +325,7 @@ class CredentialEndpoint::Impl {
 
   // The io thread only.
   void forget(std::uint64_t id) { m_server.forget(id); }
+  std::size_t buffered_request_bytes = 0;  // request bodies held by every session
   asio::ssl::context& tls() { return *m_tls; }
 
   const std::string socket_path;
@@ -391,6 +393,7 @@ class Session : public std::enable_shared_from_this<Session> {
     upstream_socket().close(ignored);
     m_resolver.cancel();
     m_timer.cancel();
+    give_body_back();
     if (cut_short) {
       // Only stop() ends a request in flight.
       m_record.outcome = ApiOutcome::stopped;
@@ -557,7 +560,23 @@ class Session : public std::enable_shared_from_this<Session> {
       refuse_too_large();
       return false;
     }
+    // Bodies wait whole in memory; together they are bounded too.
+    auto& buffered = m_endpoint.buffered_request_bytes;
+    const auto growth = m_body.size() - m_reserved;
+    if (buffered + growth > m_options.max_buffered_request_bytes) {
+      refuse(503, "overloaded_error", ApiOutcome::busy,
+             "more request bytes arriving at once than the endpoint holds; try again", true);
+      return false;
+    }
+    buffered += growth;
+    m_reserved = m_body.size();
     return true;
+  }
+
+  void give_body_back() {
+    m_endpoint.buffered_request_bytes -= m_reserved;
+    m_reserved = 0;
+    release(m_body);
   }
 
   bool body_complete() const { return m_chunked_request ? m_chunked_in.done() : m_body.size() == m_body_expected; }
@@ -662,7 +681,7 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       self->m_last_activity = Clock::now();
       self->release(self->m_upstream_head);
-      self->release(self->m_body);
+      self->give_body_back();
       self->read_response_head();
     });
   }
@@ -851,7 +870,7 @@ class Session : public std::enable_shared_from_this<Session> {
     answer(error_answer(502, "api_error", "git-mullet's API endpoint: " + reason, retry), 502);
   }
 
-  void refuse(int status, std::string_view type, ApiOutcome outcome, const std::string& reason) {
+  void refuse(int status, std::string_view type, ApiOutcome outcome, const std::string& reason, bool retry = false) {
     m_record.outcome = outcome;
     m_record.reason = reason;
     if (m_request.method.empty()) {
@@ -859,7 +878,7 @@ class Session : public std::enable_shared_from_this<Session> {
     } else {
       spdlog::info("{}: {} {} refused: {}", who, m_request.method, m_record.path, reason);
     }
-    answer(error_answer(status, type, "git-mullet: " + reason, false), status);
+    answer(error_answer(status, type, "git-mullet: " + reason, retry), status);
   }
 
   void note_failure() const { spdlog::warn("{}: {} {}: {}", who, m_request.method, m_record.path, m_record.reason); }
@@ -1015,6 +1034,7 @@ class Session : public std::enable_shared_from_this<Session> {
   http::ChunkedDecoder m_chunked_in;
   std::uint64_t m_body_expected = 0;
   std::string m_body;
+  std::size_t m_reserved = 0;  // of the endpoint's buffered_request_bytes
   std::string m_request_model;
   bool m_metered = false;
   std::string m_upstream_head;  // holds the credential: released once sent
@@ -1077,6 +1097,12 @@ std::shared_ptr<Session> CredentialEndpoint::Impl::make_session(unix_stream::soc
 
 void CredentialEndpoint::Impl::refuse_at_capacity(unix_stream::socket socket) {
   spdlog::debug("{}: refused a connection: too many connections", who);
+  ApiRequestRecord record;
+  record.time = util::now_utc();
+  record.status = 503;
+  record.outcome = ApiOutcome::busy;
+  record.reason = "too many connections";
+  finish(std::move(record), false, false);
   // A new socket's buffer is empty: this small answer is written at once or
   // not at all, never waited for.
   const auto response = error_answer(503, "overloaded_error", "git-mullet: too many connections", true);

@@ -138,6 +138,9 @@ struct CredentialEndpointOptions {
   // minutes before its first byte).
   std::chrono::milliseconds idle_timeout{600'000};
   std::size_t max_request_body = 32 * 1024 * 1024;
+  // Request bodies wait whole in memory until they go upstream; this bounds
+  // them all together (503, retryable, beyond).
+  std::size_t max_buffered_request_bytes = 96 * 1024 * 1024;
   std::size_t max_connections = 64;
   std::size_t max_records = 10'000;  // the log keeps the last this many
 };
@@ -154,6 +157,7 @@ enum class ApiOutcome {
   upstream_failed,       // 502, or an answer cut short: TLS or HTTP failure upstream
   client_gone,           // the client closed before sending its whole request
   stopped,               // stop() ended it in flight (what it cost so far is counted)
+  busy,                  // 503: too many connections, or request bytes, at once
 };
 std::string_view to_string(ApiOutcome outcome);
 // What a user can do about a failed outcome, to print beside it; empty when

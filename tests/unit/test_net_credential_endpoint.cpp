@@ -1045,12 +1045,24 @@ TEST_CASE("credential endpoint: request bodies: chunked, Expect: 100-continue, a
   CHECK(exchanges[1].head.find("Expect") == std::string::npos);
 
   const std::string large(5000, 'x');
+  // Bodies are bounded all together as well: past that, 503 and try again.
+  Endpoint crowded("http://127.0.0.1:" + std::to_string(upstream.port()), "",
+                   [](CredentialEndpointOptions& options) { options.max_buffered_request_bytes = 1000; });
+  const auto busy = ask(crowded.socket_path, post("/v1/messages", {crowded.key_header()}, std::string(2000, 'x')));
+  CHECK(busy.status == 503);
+  CHECK(busy.json["error"]["type"] == "overloaded_error");
+  CHECK(busy.head.find("\r\nx-should-retry: true\r\n") != std::string::npos);
+  CHECK(crowded.records(1).at(0).outcome == ApiOutcome::busy);
+  // Once that connection has ended, what it held is free again.
+  CHECK(wait_until([&] { return crowded.endpoint->active_connections() == 0; }));
+  CHECK(ask(crowded.socket_path, post("/v1/messages", {crowded.key_header()}, std::string(900, 'x'))).status == 200);
+
   CHECK(ask(endpoint.socket_path, post("/v1/messages", {endpoint.key_header()}, large)).status == 413);
   std::string large_chunked = "POST /v1/messages HTTP/1.1\r\nHost: x\r\n" + endpoint.key_header() +
                               "\r\nTransfer-Encoding: chunked\r\n\r\n" + mullet::net::http::chunk(large) +
                               std::string(mullet::net::http::last_chunk);
   CHECK(ask(endpoint.socket_path, large_chunked).status == 413);
-  CHECK(upstream.exchanges().size() == 2);
+  CHECK(upstream.exchanges().size() == 3);
 }
 
 TEST_CASE("credential endpoint: stop() ends the sentinel: the socket is gone") {
