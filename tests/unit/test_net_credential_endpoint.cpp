@@ -320,6 +320,7 @@ class TestUpstream {
     asio::post(m_io, [this] {
       asio::error_code ignored;
       m_acceptor.close(ignored);
+      m_trickling.reset();  // its sockets go while their io context lives
       m_io.stop();
     });
     m_thread.join();
@@ -1078,4 +1079,106 @@ TEST_CASE("credential endpoint: stop() ends the sentinel: the socket is gone") {
   CHECK(::stat(endpoint.socket_path.c_str(), &info) != 0);
   endpoint.endpoint->stop();  // idempotent
   CHECK(upstream.exchanges().size() == 1);
+}
+
+TEST_CASE("credential endpoint: a client that leaves mid-answer does not escape the meter") {
+  const TestCa ca;
+  TestUpstream upstream(&ca);
+  const auto events = answer_events("claude-haiku-4-5", 2000, 300, "piece-two");
+  upstream.answer_with([&](const Exchange&) {
+    return Scripted{"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                        mullet::net::http::chunk(events[0]),
+                    {mullet::net::http::chunk(events[1]),
+                     mullet::net::http::chunk(events[2]) + std::string(mullet::net::http::last_chunk)}};
+  });
+  Endpoint endpoint(https_url(upstream), ca.ca_file());
+  {
+    const auto fd = connect_unix(endpoint.socket_path);
+    REQUIRE(fd);
+    REQUIRE(send_all(fd.get(), post("/v1/messages", {endpoint.key_header()}, message_body())));
+    AnswerReader reader(fd.get());
+    REQUIRE(reader.read_head());
+    REQUIRE(reader.wait_for("message_start"));
+  }  // gone, with the output still to come
+  upstream.release();
+  upstream.release();
+  const auto records = endpoint.records(1);
+  REQUIRE(records.size() == 1);
+  CHECK(records[0].outcome == ApiOutcome::forwarded);
+  CHECK(records[0].usage.output == 300);  // what the whole answer reported
+  CHECK(records[0].reason.find("client closed") != std::string::npos);
+  CHECK(records[0].cost_usd == doctest::Approx(0.002 + 0.0015));
+}
+
+TEST_CASE("credential endpoint: an answer cut short, or stopped, shows as cut and counts what it used") {
+  const TestCa ca;
+  TestUpstream upstream(&ca);
+  const auto events = answer_events("claude-haiku-4-5", 2000, 300, "piece-two");
+  // The upstream closes after the first piece.
+  upstream.answer_with([&](const Exchange&) {
+    return Scripted{"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                        mullet::net::http::chunk(events[0]),
+                    {}};
+  });
+  Endpoint endpoint(https_url(upstream), ca.ca_file());
+  const auto fd = connect_unix(endpoint.socket_path);
+  REQUIRE(fd);
+  REQUIRE(send_all(fd.get(), post("/v1/messages", {endpoint.key_header()}, message_body())));
+  AnswerReader reader(fd.get());
+  REQUIRE(reader.read_head());
+  reader.read_to_end();
+  CHECK(reader.closed());
+  CHECK(reader.body() == events[0]);
+  CHECK_FALSE(reader.chunked_complete());  // the client can tell
+  auto records = endpoint.records(1);
+  REQUIRE(records.size() == 1);
+  CHECK(records[0].outcome == ApiOutcome::upstream_failed);
+  CHECK(records[0].status == 200);
+  CHECK(records[0].usage.input == 2000);
+
+  // stop() in the middle of an answer.
+  upstream.answer_with([&](const Exchange&) {
+    return Scripted{"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                        mullet::net::http::chunk(events[0]),
+                    {mullet::net::http::chunk(events[1])}};
+  });
+  const auto second = connect_unix(endpoint.socket_path);
+  REQUIRE(second);
+  REQUIRE(send_all(second.get(), post("/v1/messages", {endpoint.key_header()}, message_body())));
+  AnswerReader stopped(second.get());
+  REQUIRE(stopped.read_head());
+  REQUIRE(stopped.wait_for("message_start"));
+  endpoint.endpoint->stop();
+  stopped.read_to_end();
+  CHECK(stopped.closed());
+  CHECK_FALSE(stopped.chunked_complete());
+  records = endpoint.endpoint->records();
+  REQUIRE(records.size() == 2);
+  CHECK(records[1].outcome == ApiOutcome::stopped);
+  CHECK(records[1].usage.input == 2000);
+  CHECK(endpoint.endpoint->totals().usage.input == 4000);
+}
+
+TEST_CASE("credential endpoint: the upstream's errors pass through, uncharged") {
+  TestUpstream upstream(nullptr);
+  const std::string error = R"({"type":"error","error":{"type":"rate_limit_error","message":"slow down"}})";
+  upstream.answer_with([&](const Exchange&) {
+    return Scripted{
+        "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nretry-after: 3\r\n"
+        "x-should-retry: true\r\nContent-Length: " +
+            std::to_string(error.size()) + "\r\n\r\n" + error,
+        {}};
+  });
+  Endpoint endpoint("http://127.0.0.1:" + std::to_string(upstream.port()), "",
+                    [](CredentialEndpointOptions& options) { options.budget_usd = 1; });
+  const auto reply = ask(endpoint.socket_path, post("/v1/messages", {endpoint.key_header()}, message_body()));
+  CHECK(reply.status == 429);
+  CHECK(reply.body == error);
+  CHECK(reply.head.find("\r\nretry-after: 3\r\n") != std::string::npos);
+  const auto records = endpoint.records(1);
+  REQUIRE(records.size() == 1);
+  CHECK(records[0].outcome == ApiOutcome::forwarded);
+  CHECK(records[0].status == 429);
+  CHECK(records[0].cost_usd == 0);
+  CHECK_FALSE(endpoint.endpoint->budget_exhausted());
 }
