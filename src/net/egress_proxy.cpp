@@ -1,14 +1,10 @@
 #include "net/egress_proxy.hpp"
 
-#include <fcntl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <deque>
 #include <mutex>
 #include <utility>
@@ -48,8 +44,6 @@ Result<net::Destination> request_target(const std::string& host, int port) {
 const char* article(const std::string& word) {
   return !word.empty() && std::string_view("aeiou").find(word.front()) != std::string_view::npos ? "an" : "a";
 }
-
-using relay::set_close_on_exec;
 
 std::string plain_answer(int status, std::string_view phrase, const std::string& body) {
   return "HTTP/1.1 " + std::to_string(status) + " " + std::string(phrase) +
@@ -205,20 +199,19 @@ class Session : public std::enable_shared_from_this<Session> {
       if (m_head_size > 0) note(false, "the client closed before completing its request");
       return end();
     }
-    const std::size_t scan_from = m_head_size >= 3 ? m_head_size - 3 : 0;
+    const std::size_t scanned = m_head_size;
     m_head_size += count;
     const std::string_view received(m_head.data(), m_head_size);
-    const auto end_of_head = received.find("\r\n\r\n", scan_from);
-    const auto checked = end_of_head == std::string_view::npos ? received : received.substr(0, end_of_head + 4);
-    if (!http::plausible_request_prefix(checked, http::proxy_forms))
-      return refuse(400, "Bad Request", "malformed request", false);
-    if (end_of_head == std::string_view::npos) {
-      if (m_head_size == m_head.size()) {
+    const auto scan = http::scan_request_head(received, scanned, http::proxy_forms);
+    switch (scan.progress) {
+      case http::HeadProgress::incomplete: return read_head();
+      case http::HeadProgress::malformed: return refuse(400, "Bad Request", "malformed request", false);
+      case http::HeadProgress::too_large:
         return refuse(431, "Request Header Fields Too Large",
                       "request head larger than " + std::to_string(http::max_head_bytes) + " bytes", false);
-      }
-      return read_head();
+      case http::HeadProgress::complete: break;
     }
+    const auto checked = received.substr(0, scan.size);
     auto request = parse_proxy_request(checked);
     if (!request) return refuse(400, "Bad Request", "malformed request", false);
     m_request = std::move(*request);
@@ -383,41 +376,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
 void EgressProxy::Impl::start() {
   if (m_started) throw failure("the egress proxy was already started");
-  if (socket_path.empty() || socket_path.size() >= sizeof(sockaddr_un::sun_path)) {
-    throw failure("cannot use '" + socket_path + "' as the egress proxy's socket: the path is empty or too long");
-  }
-  struct stat existing {};
-  if (::lstat(socket_path.c_str(), &existing) == 0) {
-    throw failure("cannot create the egress proxy's socket " + socket_path + ": the path already exists");
-  }
-  asio::error_code error;
-  m_server.acceptor().open(unix_stream(), error);
-  if (!error) set_close_on_exec(m_server.acceptor().native_handle());
-  if (!error) m_server.acceptor().bind(unix_stream::endpoint(socket_path), error);
-  if (error) {
-    asio::error_code ignored;
-    m_server.acceptor().close(ignored);
-    throw failure("cannot create the egress proxy's socket " + socket_path + ": " + error.message());
-  }
+  // The socket itself is no secret (it reaches only the grants); the
+  // directory holding it guards it.
+  listen_on_unix_socket(m_server.acceptor(), socket_path, "the egress proxy's socket");
   m_created_socket = true;
-  const auto cleanup = [this] {
-    asio::error_code ignored;
-    m_server.acceptor().close(ignored);
-    ::unlink(socket_path.c_str());
-    m_created_socket = false;
-  };
-  // The sandbox runs as another uid when we are root; the socket itself is
-  // no secret (it reaches only the grants), the directory holding it guards it.
-  if (::chmod(socket_path.c_str(), 0666) != 0) {
-    const int saved = errno;
-    cleanup();
-    throw failure("cannot make the egress proxy's socket " + socket_path + " reachable: " + util::errno_text(saved));
-  }
-  m_server.acceptor().listen(asio::socket_base::max_listen_connections, error);
-  if (error) {
-    cleanup();
-    throw failure("cannot listen on the egress proxy's socket " + socket_path + ": " + error.message());
-  }
   m_started = true;
   m_server.run_in_background();
 }

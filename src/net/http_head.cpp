@@ -193,7 +193,18 @@ bool plausible_request_prefix(std::string_view received, AcceptedForms forms) {
   return interpret_request_line(received.substr(0, line_end - 1), forms).has_value();
 }
 
+std::string host_header_value(const Destination& destination, int default_port) {
+  std::string value = destination.authority_host();
+  if (destination.port != default_port) value += ":" + std::to_string(destination.port);
+  return value;
+}
+
 std::string forwarded_head(const RequestHead& request) {
+  if (request.form == TargetForm::authority) return {};
+  return rewritten_head(request, {request.path, host_header_value(request.destination, 80), {}, false, {}});
+}
+
+std::string rewritten_head(const RequestHead& request, const HeadRewrite& rewrite) {
   if (request.form == TargetForm::authority) return {};
   static const std::vector<std::string> hop_by_hop = {
       "connection", "proxy-connection", "keep-alive", "proxy-authorization", "proxy-authenticate",
@@ -202,21 +213,49 @@ std::string forwarded_head(const RequestHead& request) {
   for (const auto value : header_values(request.headers, "connection")) {
     for (const auto& option : util::split(value, ',')) connection_options.push_back(lower(util::trim(option)));
   }
-  std::string host_value = request.destination.authority_host();
-  if (request.destination.port != 80) host_value += ":" + std::to_string(request.destination.port);
-  std::string forwarded = request.origin_line() + "\r\nHost: " + host_value + "\r\n";
+  std::vector<std::string> dropped;
+  for (const auto& name : rewrite.drop) dropped.push_back(lower(name));
+  const auto listed = [](const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  std::string forwarded =
+      request.method + " " + rewrite.target + " " + request.version + "\r\nHost: " + rewrite.host + "\r\n";
   for (const auto& [name, value] : request.headers) {
     const auto lowered = lower(name);
     const bool framing = lowered == "content-length" || lowered == "transfer-encoding";
-    if (std::find(hop_by_hop.begin(), hop_by_hop.end(), lowered) != hop_by_hop.end()) continue;
-    if (!framing &&
-        std::find(connection_options.begin(), connection_options.end(), lowered) != connection_options.end()) {
-      continue;
-    }
+    if (listed(hop_by_hop, lowered) || listed(dropped, lowered)) continue;
+    if (framing ? rewrite.drop_framing : listed(connection_options, lowered)) continue;
     forwarded += name + ": " + value + "\r\n";
   }
+  for (const auto& [name, value] : rewrite.add) forwarded += name + ": " + value + "\r\n";
   forwarded += "Connection: close\r\n\r\n";
   return forwarded;
+}
+
+namespace {
+
+HeadScan scan_head(std::string_view received, std::size_t scanned, const AcceptedForms* request_forms) {
+  const auto end = received.find("\r\n\r\n", scanned >= 3 ? scanned - 3 : 0);
+  const auto head = end == std::string_view::npos ? received : received.substr(0, end + 4);
+  if (request_forms != nullptr && !plausible_request_prefix(head, *request_forms)) {
+    return {HeadProgress::malformed, 0};
+  }
+  if (end != std::string_view::npos) {
+    if (head.size() > max_head_bytes) return {HeadProgress::too_large, 0};
+    return {HeadProgress::complete, head.size()};
+  }
+  if (received.size() >= max_head_bytes) return {HeadProgress::too_large, 0};
+  return {HeadProgress::incomplete, 0};
+}
+
+}  // namespace
+
+HeadScan scan_request_head(std::string_view received, std::size_t scanned, AcceptedForms forms) {
+  return scan_head(received, scanned, &forms);
+}
+
+HeadScan scan_response_head(std::string_view received, std::size_t scanned) {
+  return scan_head(received, scanned, nullptr);
 }
 
 std::optional<ResponseHead> parse_response_head(std::string_view head, std::string_view request_method) {

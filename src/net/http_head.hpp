@@ -67,6 +67,25 @@ struct RequestHead {
   std::string origin_line() const;
 };
 
+// How far a head that arrives in pieces has come. `received` is everything
+// read so far (the head and maybe what follows it), `scanned` how much of it
+// an earlier call saw (0 at first), so each byte is looked at about once.
+enum class HeadProgress {
+  incomplete,  // read on
+  complete,    // the head is the first `size` bytes
+  malformed,   // (requests only) cannot begin a head in the accepted forms
+  too_large,   // max_head_bytes read and no end in sight
+};
+struct HeadScan {
+  HeadProgress progress = HeadProgress::incomplete;
+  std::size_t size = 0;  // complete only: up to and including the empty line
+};
+// For a request head: garbage is refused as soon as plausible_request_prefix
+// says so, instead of at a deadline or the size limit.
+HeadScan scan_request_head(std::string_view received, std::size_t scanned, AcceptedForms forms);
+// For a response head.
+HeadScan scan_response_head(std::string_view received, std::size_t scanned);
+
 // A complete request head in one of `forms`; nullopt for anything else
 // (origin form without exactly one valid Host, https:// or other schemes,
 // user info, HTTP versions but 1.0 and 1.1, ...).
@@ -85,6 +104,26 @@ bool plausible_request_prefix(std::string_view received, AcceptedForms forms);
 // names dropped (never the framing ones), and "Connection: close": one client
 // connection serves one request. Empty for authority form.
 std::string forwarded_head(const RequestHead& request);
+
+// The head a server of ours sends on to where it forwards a request in
+// origin or absolute form (the credential endpoint to its upstream): the
+// request line in origin form with `target`, Host `host`, the hop-by-hop
+// headers and those the Connection header names dropped (the framing ones
+// too when drop_framing: the caller frames the body itself), the headers
+// named in `drop` dropped, `add` appended, and "Connection: close".
+// forwarded_head is this with the request's own target and destination.
+struct HeadRewrite {
+  std::string target;             // "/path?query"
+  std::string host;               // the Host header's value
+  std::vector<std::string> drop;  // header names, any case
+  bool drop_framing = false;      // Content-Length and Transfer-Encoding
+  Headers add;
+};
+std::string rewritten_head(const RequestHead& request, const HeadRewrite& rewrite);
+
+// The value of a Host header naming `destination`: its host (IPv6 in
+// brackets), and ":port" unless it is `default_port`.
+std::string host_header_value(const Destination& destination, int default_port);
 
 // How a response body is delimited (RFC 9112 6.3).
 enum class BodyFraming {

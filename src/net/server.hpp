@@ -20,6 +20,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -30,6 +32,15 @@
 #include "net/relay.hpp"
 
 namespace mullet::net {
+
+// Creates the unix socket `path` for a closed `acceptor`: opens and binds it
+// (a path that exists is refused), makes it connectable by every uid (mode
+// 0666: a sandbox may run as another uid; the private directory holding the
+// socket is what guards it) and listens. Throws mullet::Error naming `what`
+// ("the egress proxy's socket"), leaving nothing behind. The owner unlinks
+// the path once it has stopped.
+void listen_on_unix_socket(asio::local::stream_protocol::acceptor& acceptor, const std::string& path,
+                           std::string_view what);
 
 // When accept() fails (out of descriptors), the connection stays queued and
 // the acceptor stays ready; waiting a little keeps that from spinning.

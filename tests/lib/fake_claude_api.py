@@ -3,13 +3,18 @@
 Code CLI in the test suites (python3 standard library only).
 
     fake_claude_api.py serve --port-file FILE --log FILE [--script FILE] [--never-structured]
+                             [--tls-cert FILE --tls-key FILE] [--usage JSON]
     fake_claude_api.py results LOG        every tool_result the CLI sent back, as JSON lines
                                           {"id", "is_error", "text"}, first seen first
 
 The server listens on 127.0.0.1 on an ephemeral port and writes that port to
 --port-file (atomically, once it listens). Every request is appended to --log
-as one JSON line: {"n", "method", "path", "turn", "body"} (turn: the script
-turn answered, or null).
+as one JSON line: {"n", "method", "path", "turn", "body", "headers"} (turn: the
+script turn answered, or null; headers: [name, value] pairs as received). With
+--tls-cert and --tls-key (PEM) it speaks HTTPS. --usage is a JSON object of
+Messages API usage counts reported in every answer (message_start carries it
+with output_tokens 1, message_delta its output_tokens); by default 100 input
+and 20 output tokens.
 
 The script (read again at every request, so it may be written after the
 server started) is a JSON list of turns; a turn is a list of blocks:
@@ -31,6 +36,7 @@ import argparse
 import itertools
 import json
 import os
+import ssl
 import sys
 import threading
 import uuid
@@ -56,6 +62,9 @@ class Server(ThreadingHTTPServer):
         self.script_path = args.script
         self.never_structured = args.never_structured
         self.log_path = args.log
+        # message_start reports output_tokens 1, message_delta these.
+        self.usage = dict(USAGE, output_tokens=20)
+        self.usage.update(json.loads(args.usage) if args.usage else {})
         self.lock = threading.Lock()
         self.numbers = itertools.count(1)
 
@@ -86,6 +95,9 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def header_pairs(self):
+        return [[name, value] for name, value in self.headers.items()]
+
     def read_body(self):
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -110,7 +122,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         self.server.log({"n": next(self.server.numbers), "method": self.command, "path": self.path, "turn": None,
-                         "body": None})
+                         "body": None, "headers": self.header_pairs()})
         self.not_found()
 
     do_HEAD = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_GET
@@ -121,24 +133,28 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         turn = None
         if path.endswith("/count_tokens"):
-            self.server.log({"n": n, "method": "POST", "path": self.path, "turn": None, "body": body})
+            self.server.log({"n": n, "method": "POST", "path": self.path, "turn": None, "body": body,
+                             "headers": self.header_pairs()})
             return self.send_json(200, {"input_tokens": 100})
         if not path.endswith("/v1/messages"):
-            self.server.log({"n": n, "method": "POST", "path": self.path, "turn": None, "body": body})
+            self.server.log({"n": n, "method": "POST", "path": self.path, "turn": None, "body": body,
+                             "headers": self.header_pairs()})
             return self.not_found()
         if body.get("tools"):
             turn = assistant_messages(body)
             blocks = self.server.blocks_for(turn)
         else:
             blocks = [{"text": "Scripted session"}]
-        self.server.log({"n": n, "method": "POST", "path": self.path, "turn": turn, "body": body})
+        self.server.log({"n": n, "method": "POST", "path": self.path, "turn": turn, "body": body,
+                         "headers": self.header_pairs()})
         self.stream(body, n, turn, blocks)
 
     def stream(self, body, n, turn, blocks):
         message_id = "msg_%03d_%s" % (n, uuid.uuid4().hex[:16])
         out = [sse("message_start", {"type": "message_start", "message": {
             "id": message_id, "type": "message", "role": "assistant", "model": body.get("model") or "claude-test",
-            "content": [], "stop_reason": None, "stop_sequence": None, "usage": USAGE}})]
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": dict(self.server.usage, output_tokens=1)}})]
         stop = "end_turn"
         for index, block in enumerate(blocks):
             if "tool" in block:
@@ -155,7 +171,7 @@ class Handler(BaseHTTPRequestHandler):
                     "type": "text_delta", "text": block.get("text", "")}}))
             out.append(sse("content_block_stop", {"type": "content_block_stop", "index": index}))
         out.append(sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                                         "usage": {"output_tokens": 20}}))
+                                         "usage": {"output_tokens": self.server.usage["output_tokens"]}}))
         out.append(sse("message_stop", {"type": "message_stop"}))
         data = b"".join(out)
         self.send_response(200)
@@ -172,6 +188,12 @@ class Handler(BaseHTTPRequestHandler):
 
 def serve(args):
     server = Server(args)
+    if args.tls_cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+        # The handshake happens in the handler's thread, so a client that
+        # never completes it holds up no other.
+        server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     open(args.log, "a").close()
     tmp = args.port_file + ".tmp"
     with open(tmp, "w") as f:
@@ -216,9 +238,14 @@ def main():
     s.add_argument("--log", required=True)
     s.add_argument("--script")
     s.add_argument("--never-structured", action="store_true")
+    s.add_argument("--tls-cert")
+    s.add_argument("--tls-key")
+    s.add_argument("--usage")
     r = sub.add_parser("results")
     r.add_argument("log")
     args = parser.parse_args()
+    if args.command == "serve" and bool(args.tls_cert) != bool(args.tls_key):
+        parser.error("--tls-cert and --tls-key go together")
     if args.command == "serve":
         serve(args)
     else:

@@ -9,11 +9,17 @@
 using mullet::net::http::BodyFraming;
 using mullet::net::http::forwarded_head;
 using mullet::net::http::header_values;
+using mullet::net::http::HeadProgress;
+using mullet::net::http::HeadRewrite;
+using mullet::net::http::host_header_value;
 using mullet::net::http::max_head_bytes;
 using mullet::net::http::parse_request_head;
 using mullet::net::http::parse_response_head;
 using mullet::net::http::plausible_request_prefix;
 using mullet::net::http::proxy_forms;
+using mullet::net::http::rewritten_head;
+using mullet::net::http::scan_request_head;
+using mullet::net::http::scan_response_head;
 using mullet::net::http::server_forms;
 using mullet::net::http::TargetForm;
 using Strings = std::vector<std::string>;
@@ -189,4 +195,47 @@ TEST_CASE("http response heads: malformed heads and ambiguous framing are refuse
     INFO(bad);
     CHECK_FALSE(parse_response_head(bad, "GET"));
   }
+}
+
+TEST_CASE("http heads arriving in pieces: complete, incomplete, garbage and too large") {
+  const std::string head = "POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:3129\r\nContent-Length: 4\r\n\r\n";
+  const std::string received = head + "body";
+  // Fed a byte at a time, it completes exactly at the end of the head.
+  for (std::size_t size = 1; size <= head.size(); ++size) {
+    const auto scan = scan_request_head(std::string_view(received).substr(0, size), size - 1, server_forms);
+    CHECK(scan.progress == (size < head.size() ? HeadProgress::incomplete : HeadProgress::complete));
+  }
+  const auto whole = scan_request_head(received, 0, server_forms);
+  CHECK(whole.progress == HeadProgress::complete);
+  CHECK(whole.size == head.size());
+  CHECK(scan_request_head("\x16\x03\x01", 0, server_forms).progress == HeadProgress::malformed);
+  CHECK(scan_request_head("GET http://a.example/ HTTP/1.1\r\n", 0, server_forms).progress == HeadProgress::malformed);
+  CHECK(scan_request_head("GET http://a.example/ HTTP/1.1\r\n", 0, proxy_forms).progress == HeadProgress::incomplete);
+  const std::string endless = "GET / HTTP/1.1\r\nX: " + std::string(max_head_bytes, 'a');
+  CHECK(scan_request_head(endless, 0, server_forms).progress == HeadProgress::too_large);
+  CHECK(scan_request_head(endless + "\r\n\r\n", 0, server_forms).progress == HeadProgress::too_large);
+
+  const std::string response = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+  CHECK(scan_response_head(response.substr(0, 20), 0).progress == HeadProgress::incomplete);
+  const auto scan = scan_response_head(response + "next", 20);
+  CHECK(scan.progress == HeadProgress::complete);
+  CHECK(scan.size == response.size());
+  CHECK(scan_response_head(std::string(max_head_bytes, 'x'), 0).progress == HeadProgress::too_large);
+}
+
+TEST_CASE("http request heads: rewriting chooses target, Host, dropped and added headers, and the framing") {
+  const auto head = parse_request_head(
+      "POST /v1/messages?beta=true HTTP/1.1\r\nHost: 127.0.0.1:3129\r\nConnection: close, X-Hop\r\n"
+      "X-Hop: 1\r\nX-Drop: 2\r\nTransfer-Encoding: chunked\r\nAnthropic-Version: 2023-06-01\r\n\r\n",
+      server_forms);
+  REQUIRE(head);
+  HeadRewrite rewrite{"/prefix/v1/messages?beta=true", "api.example:8443", {"x-DROP"}, true, {{"Content-Length", "4"}}};
+  CHECK(rewritten_head(*head, rewrite) ==
+        "POST /prefix/v1/messages?beta=true HTTP/1.1\r\nHost: api.example:8443\r\n"
+        "Anthropic-Version: 2023-06-01\r\nContent-Length: 4\r\nConnection: close\r\n\r\n");
+  rewrite.drop_framing = false;
+  rewrite.add.clear();
+  CHECK(rewritten_head(*head, rewrite).find("Transfer-Encoding: chunked\r\n") != std::string::npos);
+  CHECK(host_header_value(head->destination, 80) == "127.0.0.1:3129");
+  CHECK(host_header_value(head->destination, 3129) == "127.0.0.1");
 }
