@@ -12,6 +12,8 @@
 
 #include <toml++/toml.h>
 
+#include "net/address.hpp"
+#include "net/credential_endpoint.hpp"
 #include "net/grant.hpp"
 #include "util/strings.hpp"
 
@@ -131,6 +133,10 @@ const std::vector<KeySpec>& schema() {
       {"claude.base_url", Kind::string, RepoRule::user_only, std::string("https://api.anthropic.com"), text(name_bytes),
        "the worker's API endpoint",
        [](Settings& settings, const Value& value) { settings.claude.base_url = text_of(value); }},
+      {"claude.credential", Kind::string, RepoRule::user_only, std::string(), text(name_bytes),
+       "the [[credential]] the worker's API requests carry (empty: ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or "
+       "CLAUDE_CODE_OAUTH_TOKEN from git-mullet's environment)",
+       [](Settings& settings, const Value& value) { settings.claude.credential = text_of(value); }},
       {"claude.allow_bash", Kind::list, RepoRule::narrow_list, std::vector<std::string>{},
        items(list_items, name_bytes), "Bash command patterns the worker may run",
        [](Settings& settings, const Value& value) { settings.claude.allow_bash = list_of(value); }},
@@ -321,6 +327,14 @@ std::string validate(const KeySpec& spec, const Value& value) {
   if (key == "sandbox.env") {
     for (const auto& name : std::get<std::vector<std::string>>(value)) {
       if (!util::is_env_name(name)) return "'" + name + "' is not a valid environment variable name";
+      if (is_api_credential_name(name)) {
+        return "'" + name +
+               "' would put an API credential inside the sandbox; the worker's API is served by the credential "
+               "endpoint, which takes " +
+               name +
+               " from git-mullet's own environment (or a [[credential]] of your user config) and never lets it in: "
+               "remove it from [sandbox] env";
+      }
     }
   }
   if (key == "network.setup" || key == "network.worker") {
@@ -480,6 +494,9 @@ std::string format_value(const Value& value) {
   return std::get<bool>(value) ? "true" : "false";
 }
 
+void merge_credentials(const toml::node& section, const std::string& file_label, std::vector<Problem>& problems,
+                       std::vector<Credential>& credentials);
+
 }  // namespace
 
 Config::Config() {
@@ -502,6 +519,7 @@ Settings Config::settings() const {
     }
   }
   settings.gates = m_gates;
+  settings.credentials = m_credentials;
   return settings;
 }
 
@@ -529,6 +547,15 @@ std::vector<Problem> Config::merge_toml(const std::string& text, const std::stri
 
   for (const auto& [section_key, section_node] : document) {
     const std::string section(section_key.str());
+    if (section == "credential") {
+      if (from_repo) {
+        problems.push_back({ExitCode::refused, location(file_label, section_node) +
+                                                   ": credential: credentials come from your user config only"});
+      } else {
+        merge_credentials(section_node, file_label, problems, m_credentials);
+      }
+      continue;
+    }
     if (section == "gate") {
       const auto* gates = section_node.as_array();
       if (gates == nullptr) {
@@ -679,6 +706,112 @@ std::string Config::describe() const {
   }
   return out.str();
 }
+
+bool is_api_credential_name(std::string_view name) {
+  return name == "ANTHROPIC_API_KEY" || name == "ANTHROPIC_AUTH_TOKEN" || name == "CLAUDE_CODE_OAUTH_TOKEN" ||
+         name == "CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR";
+}
+
+namespace {
+
+// A credential's fields against each other: a message, or empty.
+std::string check_credential(const Credential& credential) {
+  const auto is_name_char = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+           c == '.';
+  };
+  if (credential.name.empty() || credential.name.size() > 64 ||
+      !std::all_of(credential.name.begin(), credential.name.end(), is_name_char)) {
+    return "needs a name of 1 to 64 letters, digits, '-', '_' or '.'";
+  }
+  if (credential.base_url.empty()) return "needs a base_url";
+  const auto upstream = net::parse_upstream_url(credential.base_url);
+  if (!upstream) return "base_url: " + std::string(upstream.error().what());
+  if (!upstream->tls && !net::is_localhost_name(upstream->destination) &&
+      !(upstream->destination.address && net::is_restricted_address(*upstream->destination.address))) {
+    return "base_url: http:// would send the credential in the clear; use https://, or http:// only for a gateway "
+           "on this machine or your own network, named by its address (127.0.0.1, 10.x, ...) or localhost";
+  }
+  if (const auto header = net::credential_header({credential.header, credential.format}, "x"); !header) {
+    return "header/format: " + std::string(header.error().what());
+  }
+  if (credential.env.empty() == credential.command.empty()) {
+    return "needs exactly one of env (a variable of git-mullet's environment) and command (argv, run without a shell)";
+  }
+  if (!credential.env.empty() && !util::is_env_name(credential.env)) {
+    return "env: '" + credential.env + "' is not a valid environment variable name";
+  }
+  return {};
+}
+
+// [[credential]] tables of a user file: each checked, then appended to
+// `credentials`.
+void merge_credentials(const toml::node& section, const std::string& file_label, std::vector<Problem>& problems,
+                       std::vector<Credential>& credentials) {
+  auto malformed = [&](const std::string& message) { problems.push_back({ExitCode::usage, message}); };
+  const auto* tables = section.as_array();
+  if (tables == nullptr) {
+    malformed(location(file_label, section) + ": credential: must be an array of tables ([[credential]])");
+    return;
+  }
+  for (const auto& node : *tables) {
+    const auto* table = node.as_table();
+    if (table == nullptr) {
+      malformed(location(file_label, node) + ": credential: each [[credential]] must be a table");
+      continue;
+    }
+    Credential credential;
+    credential.origin = location(file_label, node);
+    bool ok = true;
+    for (const auto& [field_key, field_node] : *table) {
+      const std::string field(field_key.str());
+      const std::string where = location(file_label, field_node) + ": credential." + field;
+      if (field == "command") {
+        const auto* words = field_node.as_array();
+        const bool strings = words != nullptr && !words->empty() && words->size() <= list_items &&
+                             std::all_of(words->begin(), words->end(), [](const toml::node& word) {
+                               return word.is_string() && word.value<std::string>()->size() <= command_bytes;
+                             });
+        if (!strings) {
+          malformed(where + ": must be a non-empty list of strings (argv; no shell runs it)");
+          ok = false;
+          continue;
+        }
+        for (const auto& word : *words) credential.command.push_back(*word.value<std::string>());
+        continue;
+      }
+      std::string* text = field == "name"       ? &credential.name
+                          : field == "base_url" ? &credential.base_url
+                          : field == "header"   ? &credential.header
+                          : field == "format"   ? &credential.format
+                          : field == "env"      ? &credential.env
+                          : field == "ca_file"  ? &credential.ca_file
+                                                : nullptr;
+      if (text == nullptr) {
+        malformed(where + ": unknown key (known: name, base_url, header, format, env, command, ca_file)");
+        ok = false;
+      } else if (!field_node.is_string() || field_node.value<std::string>()->size() > name_bytes) {
+        malformed(where + ": must be a string of at most " + std::to_string(name_bytes) + " bytes");
+        ok = false;
+      } else {
+        *text = *field_node.value<std::string>();
+      }
+    }
+    if (!ok) continue;
+    if (auto message = check_credential(credential); !message.empty()) {
+      malformed(credential.origin + ": credential: " + message);
+    } else if (std::any_of(credentials.begin(), credentials.end(),
+                           [&](const Credential& other) { return other.name == credential.name; })) {
+      malformed(credential.origin + ": credential: another [[credential]] is named '" + credential.name + "'");
+    } else if (credentials.size() >= max_credentials) {
+      malformed(credential.origin + ": credential: at most " + std::to_string(max_credentials) + " are allowed");
+    } else {
+      credentials.push_back(std::move(credential));
+    }
+  }
+}
+
+}  // namespace
 
 std::string check_gate(const Gate& gate) {
   if (gate.command.empty()) return "needs a command";

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -37,6 +38,12 @@ inline constexpr std::size_t max_gates = 256;
 // Checks a gate however it was given (a [[gate]] table, --gate, a resumed
 // job's record): a message, or empty when it is valid.
 std::string check_gate(const Gate& gate);
+
+// Claude Code's credential variables: never let into a sandbox ([sandbox]
+// env refuses them); the credential endpoint uses them from our environment.
+bool is_api_credential_name(std::string_view name);
+// Credentials in a user file.
+inline constexpr std::size_t max_credentials = 64;
 
 struct Problem {
   ExitCode severity;  // usage for malformed input, refused for a wall widened
@@ -71,6 +78,7 @@ class Config {
  private:
   std::map<std::string, Entry> m_entries;
   std::vector<Gate> m_gates;
+  std::vector<Credential> m_credentials;
 };
 
 // Throws one Error listing every problem (exit code: refused if any problem

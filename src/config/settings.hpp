@@ -59,10 +59,26 @@ struct NetworkSettings {
   bool operator==(const NetworkSettings&) const = default;
 };
 
+// A credential of the user's ([[credential]], user config only): the value
+// stays on the host, where the credential endpoint (net/credential_endpoint)
+// writes it into the requests it forwards to `base_url`.
+struct Credential {
+  std::string name;
+  std::string base_url;                // the upstream, as net::parse_upstream_url reads it
+  std::string header = "x-api-key";    // the header written upstream
+  std::string format = "{}";           // its value, "{}" standing for the credential
+  std::string env;                     // the value is this host variable's ...
+  std::vector<std::string> command;    // ... or this command's output (no shell, once per job)
+  std::string ca_file;                 // PEM trust anchors for the upstream; empty: the system's
+  std::string origin;                  // FILE:LINE
+  bool operator==(const Credential&) const = default;
+};
+
 struct ClaudeSettings {
   std::string binary;
   std::string base_url;
   std::vector<std::string> allow_bash;
+  std::string credential;  // a [[credential]]'s name; empty: the host's ANTHROPIC_* variables
   bool operator==(const ClaudeSettings&) const = default;
 };
 
@@ -89,6 +105,7 @@ struct Settings {
   ClaudeSettings claude;
   LimitsSettings limits;
   std::vector<Gate> gates;  // the files' [[gate]]s
+  std::vector<Credential> credentials;  // the user file's [[credential]]s
   bool operator==(const Settings&) const = default;
 };
 

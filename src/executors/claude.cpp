@@ -85,13 +85,22 @@ class ClaudeSession final : public WorkerSession {
   std::string m_refusal;
 };
 
+const char* sentinel_variable(ApiAuth auth) {
+  switch (auth) {
+    case ApiAuth::api_key: return "ANTHROPIC_API_KEY";
+    case ApiAuth::auth_token: return "ANTHROPIC_AUTH_TOKEN";
+    case ApiAuth::oauth_token: return "CLAUDE_CODE_OAUTH_TOKEN";
+  }
+  return "ANTHROPIC_API_KEY";
+}
+
 }  // namespace
 
 WorkerSpec ClaudeExecutor::prepare(const TaskContext& task) const {
   const auto& settings = task.settings;
   const std::string real_path = value_or_throw(claude::resolve_binary(settings.claude.binary, util::host_path()));
   const claude::Binary binary = claude::probe_binary(real_path, task.cache_dir);
-  const claude::Endpoint endpoint = value_or_throw(claude::parse_endpoint(settings.claude.base_url));
+  if (task.api == nullptr) throw failure("internal error: the claude executor was given no API endpoint");
 
   const std::string settings_path = std::string(files_inside) + "/" + claude::settings_name;
   WorkerSpec spec;
@@ -103,9 +112,11 @@ WorkerSpec ClaudeExecutor::prepare(const TaskContext& task) const {
                                       .dump(2) +
                                   "\n"});
   spec.mounts.push_back({sandbox::MountKind::read_only_bind, binary.path, claude::binary_inside});
-  spec.grants.push_back(endpoint.grant());
+  spec.uses_api = true;
   spec.env = {
-      {"ANTHROPIC_BASE_URL", settings.claude.base_url},
+      // The credential endpoint; the real credential stays on the host.
+      {"ANTHROPIC_BASE_URL", task.api->base_url},
+      {sentinel_variable(task.api->auth), task.api->sentinel},
       {"CLAUDE_CONFIG_DIR", claude::config_dir_inside},
       {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"},
       {"DISABLE_AUTOUPDATER", "1"},

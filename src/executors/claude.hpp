@@ -9,6 +9,7 @@ namespace mullet::executors {
 class ClaudeExecutor final : public Executor {
  public:
   std::string name() const override { return "claude"; }
+  bool needs_api() const override { return true; }
   WorkerSpec prepare(const TaskContext& task) const override;
   std::unique_ptr<WorkerSession> start_session(bool show_progress, const SessionLimits& limits) const override;
 };

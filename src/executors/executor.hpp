@@ -20,12 +20,30 @@ namespace mullet::executors {
 // Where executors' own files go inside the sandbox (read-only there).
 inline constexpr const char* files_inside = "/mullet/etc";
 
+// Which of Claude Code's credential variables carries the sentinel, so that
+// it sends it in the header the real credential goes upstream in.
+enum class ApiAuth {
+  api_key,     // ANTHROPIC_API_KEY: x-api-key
+  auth_token,  // ANTHROPIC_AUTH_TOKEN: Authorization: Bearer
+  oauth_token, // CLAUDE_CODE_OAUTH_TOKEN: Authorization: Bearer, as a subscription's
+};
+
+// How the worker reaches its model API: the credential endpoint, which the
+// sandbox serves at `base_url`, with a sentinel in place of the credential.
+struct ApiAccess {
+  std::string base_url;  // "http://127.0.0.1:<port>"
+  std::string sentinel;
+  ApiAuth auth = ApiAuth::api_key;
+};
+
 struct TaskContext {
   std::string prompt;
   const config::Settings& settings;
   // A directory of ours that outlives jobs, where an executor may cache what
   // it learned about its binary (the jobs directory).
   std::string cache_dir;
+  // The worker's API, for executors that need one (null for the others).
+  const ApiAccess* api = nullptr;
 };
 
 // A file the executor needs inside the sandbox, at files_inside/name.
@@ -39,7 +57,8 @@ struct WorkerSpec {
   std::map<std::string, std::string> env;
   std::vector<sandbox::Mount> mounts;
   std::vector<GeneratedFile> files;
-  std::vector<std::string> grants;  // network the worker itself needs (its API endpoint)
+  // It talks to a model API: its phase gets the credential endpoint.
+  bool uses_api = false;
   std::string stdin_data;
   // Its stdout is a machine-readable stream, kept apart from stderr (and
   // stored as the job's events.jsonl).
@@ -87,6 +106,9 @@ class Executor {
   virtual ~Executor() = default;
 
   virtual std::string name() const = 0;
+  // Whether its worker talks to a model API (then TaskContext::api is set,
+  // and the worker phase gets the credential endpoint).
+  virtual bool needs_api() const { return false; }
   // Throws a usage error when the task cannot be prepared (missing command),
   // a refusal when the worker cannot be run safely.
   virtual WorkerSpec prepare(const TaskContext& task) const = 0;

@@ -117,16 +117,36 @@ class JobRun {
 
   Verdict run_attempt(int number, const std::string& prompt, const git_oid& parent) {
     if (out_of_time()) return Verdict::stop;
-    const auto spec = m_job.executor.prepare({prompt, m_settings, jobs_directory(m_job.repo)});
+    const auto& api = m_job.api;
+    const auto spec =
+        m_job.executor.prepare({prompt, m_settings, jobs_directory(m_job.repo), api ? &api->access : nullptr});
     write_executor_files(m_paths, spec.files);
     PhaseSpec worker = worker_phase(m_settings, m_paths, spec);
     clip_to_job(worker);
+    if (spec.uses_api && api) {
+      // The budget is the job's: what earlier attempts spent is gone.
+      const double spent = m_record.cost_usd.value_or(0);
+      if (spent >= m_settings.limits.cost_usd) {
+        m_record.attempts.back().error = "the job's metered API cost reached limits.cost_usd before this attempt";
+        finish(JobState::failed, m_record.attempts.back().error, "raise [limits] cost_usd to let it spend more");
+        return Verdict::stop;
+      }
+      worker.api = api->endpoint;
+      worker.api->budget_usd = m_settings.limits.cost_usd - spent;
+    }
     for (auto& mount : read_only_mounts(m_paths, m_dependency_dirs)) worker.mounts.push_back(mount);
-    const auto session = m_job.executor.start_session(m_job.request.show_worker_output,
-                                                      {m_settings.limits.turns, m_settings.limits.cost_usd});
+    // With the credential endpoint metering what was really spent, the
+    // worker's own estimate no longer stops it (it would race the figure the
+    // job is charged by).
+    const double estimated_cost_limit = worker.api ? 0 : m_settings.limits.cost_usd;
+    const auto session =
+        m_job.executor.start_session(m_job.request.show_worker_output, {m_settings.limits.turns, estimated_cost_limit});
     worker.session = session.get();
     auto [run, phase] = m_phases->run(worker, worker_dirs(m_paths));
     if (number > 1) phase.name += " (attempt " + std::to_string(number) + ")";
+    if (phase.api.is_object()) {
+      m_record.cost_usd = m_record.cost_usd.value_or(0) + phase.api["totals"].value("cost_usd", 0.0);
+    }
     m_record.phases.push_back(phase);
     const auto outcome = session->finish(run);
     m_record.report = outcome.report;

@@ -9,6 +9,7 @@
 
 #include "config/settings.hpp"
 #include "executors/executor.hpp"
+#include "jobs/api_access.hpp"
 #include "git/repository.hpp"
 #include "jobs/record.hpp"
 #include "jobs/run_request.hpp"
@@ -23,6 +24,8 @@ struct JobRunContext {
   JobRecord& record;  // in the store already; saved after each snapshot and gate
   const RunRequest& request;
   const executors::Executor& executor;
+  // The worker's model API, when the executor needs one (api_access.hpp).
+  const std::optional<ResolvedApi>& api;
   std::optional<uid_t> sandbox_uid;  // as root: the host uid the job's sandboxes run as
 };
 

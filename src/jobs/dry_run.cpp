@@ -11,12 +11,26 @@
 #include "jobs/slots.hpp"
 
 namespace mullet::jobs {
+namespace {
+
+// Where a job's credential endpoint would forward, for a plan.
+std::string planned_upstream(const config::Settings& settings) {
+  for (const auto& credential : settings.credentials) {
+    if (credential.name == settings.claude.credential) return credential.base_url;
+  }
+  return settings.claude.base_url;
+}
+
+}  // namespace
 
 std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::Settings& settings,
                                      const std::string& job_id, const std::string& prompt,
                                      const std::vector<config::Gate>& extra_gates) {
   const auto executor = executors::make_executor(settings.run.executor);
-  const auto spec = executor->prepare({prompt, settings, jobs_directory(repo)});
+  // No credential is read for a plan: the sentinel is a placeholder.
+  executors::ApiAccess placeholder{"http://127.0.0.1:" + std::to_string(sandbox::inside::api_port),
+                                   "sk-mullet-(a new sentinel per job)", executors::ApiAuth::api_key};
+  const auto spec = executor->prepare({prompt, settings, jobs_directory(repo), &placeholder});
   const JobPaths paths = job_paths(repo, job_id);
   const SandboxDirs dirs = worker_dirs(paths);
   const std::string socket_placeholder = "/tmp/mullet-proxy-XXXXXX/proxy.sock";
@@ -25,12 +39,18 @@ std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::
   std::vector<sandbox::Plan> plans;
   if (!settings.run.setup.empty()) {
     const auto setup = setup_phase(settings);
-    plans.push_back(plan_for(repo, settings, paths, dirs, setup, setup.grants.empty() ? "" : socket_placeholder, uids));
+    plans.push_back(
+        plan_for(repo, settings, paths, dirs, setup, setup.grants.empty() ? "" : socket_placeholder, "", uids));
   }
-  const auto worker = worker_phase(settings, paths, spec);
-  plans.push_back(plan_for(repo, settings, paths, dirs, worker, worker.grants.empty() ? "" : socket_placeholder, uids));
+  auto worker = worker_phase(settings, paths, spec);
+  if (spec.uses_api) {
+    worker.api.emplace();
+    worker.api->upstream = value_or_throw(net::parse_upstream_url(planned_upstream(settings)));
+  }
+  plans.push_back(plan_for(repo, settings, paths, dirs, worker, worker.grants.empty() ? "" : socket_placeholder,
+                           "/tmp/mullet-proxy-XXXXXX/api.sock", uids));
   for (const auto& gate : job_gates(settings, extra_gates)) {
-    plans.push_back(plan_for(repo, settings, paths, gate_dirs(paths), gate_phase(settings, gate), "", uids));
+    plans.push_back(plan_for(repo, settings, paths, gate_dirs(paths), gate_phase(settings, gate), "", "", uids));
   }
   return plans;
 }

@@ -93,9 +93,6 @@ PhaseSpec worker_phase(const config::Settings& settings, const JobPaths& paths, 
   phase.mounts = spec.mounts;
   phase.stdin_data = spec.stdin_data;
   phase.grants = settings.network.worker;
-  for (const auto& grant : spec.grants) {
-    if (std::find(phase.grants.begin(), phase.grants.end(), grant) == phase.grants.end()) phase.grants.push_back(grant);
-  }
   if (!spec.files.empty()) {
     phase.mounts.push_back({sandbox::MountKind::read_only_bind, paths.executor_files, executors::files_inside});
   }
@@ -118,7 +115,7 @@ PhaseSpec gate_phase(const config::Settings& settings, const config::Gate& gate)
 
 sandbox::Plan plan_for(const git::Repository& repo, const config::Settings& settings, const JobPaths& paths,
                        const SandboxDirs& dirs, const PhaseSpec& phase, const std::string& proxy_socket,
-                       const std::optional<UidRange>& uids) {
+                       const std::string& api_socket, const std::optional<UidRange>& uids) {
   sandbox::PolicyInputs in;
   in.phase = phase.name;
   in.work_tree = dirs.work_tree;
@@ -144,6 +141,10 @@ sandbox::Plan plan_for(const git::Repository& repo, const config::Settings& sett
                limits.processes, static_cast<std::int64_t>(limits.disk_mb.count())};
   in.network.grants = phase.grants;
   in.network.proxy_socket = proxy_socket;
+  if (phase.api) {
+    in.network.api_socket = api_socket;
+    in.network.api_upstream = phase.api->upstream.to_string();
+  }
   in.feeds_stdin = !phase.stdin_data.empty();
   if (uids) {
     in.host_uid = uids->first;
@@ -153,6 +154,19 @@ sandbox::Plan plan_for(const git::Repository& repo, const config::Settings& sett
   if (uids) plan.host_uid_choices = uids->count;
   return plan;
 }
+
+namespace {
+
+// What the credential endpoint saw in one phase: the record keeps it (the
+// requests, their usage and cost; never the credential or the sentinel).
+nlohmann::json api_record(const net::CredentialEndpointOptions& options, const net::CredentialEndpoint& endpoint) {
+  return {{"upstream", options.upstream.to_string()},
+          {"budget_usd", options.budget_usd},
+          {"totals", net::to_json(endpoint.totals())},
+          {"requests", endpoint.records_json()}};
+}
+
+}  // namespace
 
 PhaseRunner::PhaseRunner(const git::Repository& repo, const config::Settings& settings, const JobPaths& paths,
                          bool echo, std::optional<uid_t> sandbox_uid)
@@ -164,20 +178,29 @@ PhaseRunner::PhaseRunner(const git::Repository& repo, const config::Settings& se
       m_log(paths.worker_log, worker_log_cap) {}
 
 std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& phase, const SandboxDirs& dirs) {
-  // Declared before the proxy, so that on unwinding the proxy stops first.
-  util::TempDir proxy_dir;
+  // Declared before the servers, so that on unwinding they stop first.
+  util::TempDir sockets_dir;
+  if (!phase.grants.empty() || phase.api) {
+    // A short path of our own: unix socket paths are limited to 107 bytes.
+    sockets_dir = util::TempDir("/tmp", "mullet-proxy-");
+  }
   std::unique_ptr<net::EgressProxy> proxy;
   std::string socket;
   if (!phase.grants.empty()) {
-    // A short path of our own: unix socket paths are limited to 107 bytes.
-    proxy_dir = util::TempDir("/tmp", "mullet-proxy-");
-    socket = proxy_dir.path() + "/proxy.sock";
+    socket = sockets_dir.path() + "/proxy.sock";
     proxy = std::make_unique<net::EgressProxy>(phase.grants, socket);
     proxy->start();
   }
+  std::unique_ptr<net::CredentialEndpoint> endpoint;
+  std::string api_socket;
+  if (phase.api) {
+    api_socket = sockets_dir.path() + "/api.sock";
+    endpoint = std::make_unique<net::CredentialEndpoint>(api_socket, *phase.api);
+    endpoint->start();
+  }
   const std::optional<UidRange> uid =
       m_sandbox_uid ? std::optional<UidRange>(UidRange{*m_sandbox_uid, 1}) : std::nullopt;
-  const sandbox::Plan plan = plan_for(m_repo, m_settings, m_paths, dirs, phase, socket, uid);
+  const sandbox::Plan plan = plan_for(m_repo, m_settings, m_paths, dirs, phase, socket, api_socket, uid);
   std::string output;
   sandbox::RunIo io;
   io.stdin_data = phase.stdin_data;
@@ -213,14 +236,21 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
       phase.session->on_stderr(chunk);
     };
   }
-  if (phase.session != nullptr) io.poll = [&] { return phase.session->poll(); };
+  if (phase.session != nullptr || endpoint) {
+    io.poll = [&]() -> std::optional<sandbox::StopReason> {
+      // The metered cost, not the worker's own estimate, is the budget.
+      if (endpoint && endpoint->budget_exhausted()) return sandbox::StopReason::budget;
+      return phase.session != nullptr ? phase.session->poll() : std::nullopt;
+    };
+  }
   io.disk_bytes_outside = [&] { return m_log.size() + (events ? events->size() : 0); };
   auto cleanup = [&] {
     m_log.end_phase();
     if (events) events->end_phase();
     if (m_echo && phase.session == nullptr) echo_text(echo.finish());
     if (proxy) proxy->stop();
-    proxy_dir.remove();
+    if (endpoint) endpoint->stop();
+    sockets_dir.remove();
   };
   // The sandbox's processes died with it, so nothing adds a bit back. On the
   // host, nosuid does not apply: a setuid copy of a shell would let any user
@@ -243,10 +273,21 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
   }
   PhaseRecord record{phase.name,      plan.command,           result.status.code,
                      result.ended_by, result.duration_ms,     util::tail(output, phase_tail_bytes),
-                     phase.grants,    nlohmann::json::array()};
+                     phase.grants,    nlohmann::json::array(), nlohmann::json()};
   if (proxy) {
     proxy->stop();
     record.network = proxy->decisions_json();
+  }
+  if (endpoint) {
+    // Once stopped, the sentinel opens nothing.
+    endpoint->stop();
+    record.api = api_record(*phase.api, *endpoint);
+    if (endpoint->budget_exhausted() && result.ended_by != sandbox::StopReason::budget &&
+        (result.ended_by == sandbox::StopReason::exit || result.ended_by == sandbox::StopReason::signal)) {
+      // The worker gave up on its own after the refusal: the budget ended it.
+      result.ended_by = sandbox::StopReason::budget;
+      record.ended_by = result.ended_by;
+    }
   }
   cleanup();
   return {result, record};

@@ -16,6 +16,7 @@
 #include "jobs/layout.hpp"
 #include "jobs/record.hpp"
 #include "jobs/slots.hpp"
+#include "net/credential_endpoint.hpp"
 #include "sandbox/plan.hpp"
 #include "sandbox/runner.hpp"
 #include "util/fd.hpp"
@@ -30,6 +31,9 @@ struct PhaseSpec {
   std::vector<sandbox::Mount> mounts;
   std::string stdin_data;
   std::vector<std::string> grants;
+  // The worker's model API: the credential endpoint this phase gets (the
+  // worker phase only; setup and gates never).
+  std::optional<net::CredentialEndpointOptions> api;
   std::chrono::seconds wall_limit{};  // 0: none
   bool wall_is_job_limit = false;     // it is what remains of the job's: a timeout is the job's
   // Watches the worker's output; its stdout is an event stream kept apart
@@ -46,7 +50,7 @@ PhaseSpec gate_phase(const config::Settings& settings, const config::Gate& gate)
 // (count 1), or before the job starts the range it will get one from.
 sandbox::Plan plan_for(const git::Repository& repo, const config::Settings& settings, const JobPaths& paths,
                        const SandboxDirs& dirs, const PhaseSpec& phase, const std::string& proxy_socket,
-                       const std::optional<UidRange>& uids);
+                       const std::string& api_socket, const std::optional<UidRange>& uids);
 
 // The caps on a job's log files. They equal what the record keeps of each
 // (run_to_end.cpp), so the record can carry the capped file whole; both count

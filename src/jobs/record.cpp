@@ -320,6 +320,15 @@ PhaseRecord phase_from_json(const Reader& in) {
     if (!shallow(*network)) in.damaged("network", "is nested too deep");
     phase.network = *network;
   }
+  if (const auto* api = in.find("api"); api != nullptr && !api->is_null()) {
+    if (!api->is_object()) in.damaged("api", "is not an object");
+    if (!shallow(*api)) in.damaged("api", "is nested too deep");
+    if (const auto requests = api->find("requests"); requests != api->end()) {
+      if (!requests->is_array()) in.damaged("api", "has requests that are not an array");
+      if (requests->size() > max_items) in.damaged("api", "has too many requests");
+    }
+    phase.api = *api;
+  }
   return phase;
 }
 
@@ -423,7 +432,8 @@ nlohmann::json to_json(const JobRecord& record) {
                       {"duration_ms", phase.duration_ms},
                       {"output_tail", output(phase.output_tail)},
                       {"grants", grants},
-                      {"network", phase.network}});
+                      {"network", phase.network},
+                      {"api", phase.api}});
   }
   std::vector<std::string> warnings;
   for (const auto& warning : record.snapshot_warnings) {
@@ -452,6 +462,7 @@ nlohmann::json to_json(const JobRecord& record) {
       {"runner",
        {{"pid", record.runner.pid}, {"start_ticks", record.runner.start_ticks}, {"boot_id", record.runner.boot_id}}},
       {"sandbox_uid", record.sandbox_uid ? nlohmann::json(*record.sandbox_uid) : nlohmann::json()},
+      {"cost_usd", record.cost_usd ? nlohmann::json(*record.cost_usd) : nlohmann::json()},
       {"report", report_json(record.report)},
       {"attempts", attempts_json(record.attempts)},
       {"run_flags", record.run_flags.is_object() ? record.run_flags : nlohmann::json::object()}};
@@ -528,6 +539,9 @@ JobRecord record_from_json(const nlohmann::json& json, const std::string& job) {
         fields.integer<std::uint64_t>("start_ticks", 0, 0, std::numeric_limits<std::int64_t>::max());
     record.runner.boot_id = fields.line("boot_id", max_name_bytes);
   }
+  if (const auto* cost = in.find("cost_usd"); cost != nullptr && !cost->is_null()) {
+    record.cost_usd = in.number("cost_usd", 1e9);
+  }
   if (in.find("sandbox_uid") != nullptr) {
     record.sandbox_uid = in.integer<std::int64_t>("sandbox_uid", 0, 1, 4294967294LL);
   }
@@ -543,7 +557,7 @@ nlohmann::json summary_json(const JobRecord& record) {
   nlohmann::json full = to_json(record);
   nlohmann::json summary;
   for (const char* key : {"format", "id", "title", "state", "base", "result", "executor", "created_at", "finished_at",
-                          "error", "runner"}) {
+                          "error", "runner", "cost_usd"}) {
     summary[key] = full[key];
   }
   return summary;

@@ -34,6 +34,9 @@ struct PhaseRecord {
   std::string output_tail;                           // the last part of its output
   std::vector<std::string> grants;                   // network destinations it was granted
   nlohmann::json network = nlohmann::json::array();  // the egress proxy's decisions
+  // The credential endpoint's account (upstream, budget, totals, requests);
+  // null when the phase had none.
+  nlohmann::json api;
 };
 
 // One gate's run against one attempt's tree.
@@ -87,6 +90,10 @@ struct JobRecord {
   // range, its own while it ran); unset when they ran as the invoking user.
   std::optional<std::int64_t> sandbox_uid;
   WorkerReport report;  // the last attempt's
+  // What the credential endpoint measured the worker's API requests to cost,
+  // every attempt together (the report keeps the worker's own figure);
+  // unset when no phase had an endpoint.
+  std::optional<double> cost_usd;
   std::vector<AttemptRecord> attempts;
   // What the command line added to the configuration, so `resume` runs the
   // job as it was started: {"config": {key: value}, "gates": [{name, command,

@@ -33,7 +33,9 @@ RunOutcome resume_job(const git::Repository& repo, const config::Settings& setti
                       state == JobState::running ? "wait for it: git mullet wait " + found.record.id : "");
   }
   const std::string prompt = found.record.prompt;
-  const auto spec = executor->prepare({prompt, settings, jobs_directory(repo)});
+  const std::optional<ResolvedApi> api =
+      executor->needs_api() ? std::optional<ResolvedApi>(resolve_claude_api(settings)) : std::nullopt;
+  const auto spec = executor->prepare({prompt, settings, jobs_directory(repo), api ? &api->access : nullptr});
   sandbox::find_bwrap();
   if (::geteuid() == 0) sandbox_uid_range(settings.sandbox);
   ::umask(022);
@@ -65,7 +67,7 @@ RunOutcome resume_job(const git::Repository& repo, const config::Settings& setti
                     ? std::string()
                     : "\n\n---\nThis task was started before and interrupted; the work tree holds the work done so "
                       "far. Continue from there.\n");
-  return run_to_end(repo, settings, store, record, request, *executor, start, resumed_prompt);
+  return run_to_end(repo, settings, store, record, request, *executor, api, start, resumed_prompt);
 }
 
 }  // namespace mullet::jobs

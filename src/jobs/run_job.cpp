@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "executors/executor.hpp"
+#include "jobs/api_access.hpp"
 #include "jobs/id.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
@@ -22,7 +23,9 @@ namespace mullet::jobs {
 RunOutcome run_job(const git::Repository& repo, const config::Settings& settings, const RunRequest& request) {
   // Everything that can be refused is refused before a job exists.
   const auto executor = executors::make_executor(settings.run.executor);
-  const auto spec = executor->prepare({request.prompt, settings, jobs_directory(repo)});
+  const std::optional<ResolvedApi> api =
+      executor->needs_api() ? std::optional<ResolvedApi>(resolve_claude_api(settings)) : std::nullopt;
+  const auto spec = executor->prepare({request.prompt, settings, jobs_directory(repo), api ? &api->access : nullptr});
   sandbox::find_bwrap();
   if (::geteuid() == 0) sandbox_uid_range(settings.sandbox);
   ::umask(022);
@@ -44,7 +47,7 @@ RunOutcome run_job(const git::Repository& repo, const config::Settings& settings
   make_private_job_dir(repo, record.id);
   save_local_run_flags(repo, record.id, record.run_flags);
   if (request.on_created) request.on_created(record.id);
-  return run_to_end(repo, settings, store, record, request, *executor, request.base, request.prompt);
+  return run_to_end(repo, settings, store, record, request, *executor, api, request.base, request.prompt);
 }
 
 }  // namespace mullet::jobs

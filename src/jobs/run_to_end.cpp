@@ -38,7 +38,8 @@ Slot wait_for_slot(const git::Repository& repo, const config::Settings& settings
 // while the attempts run. Returns the hint for record.error.
 std::string claim_uid_and_run(const git::Repository& repo, const config::Settings& settings, JobStore& store,
                               JobRecord& record, const RunRequest& request, const executors::Executor& executor,
-                              const git_oid& start, const std::string& prompt) {
+                              const std::optional<ResolvedApi>& api, const git_oid& start,
+                              const std::string& prompt) {
   ClaimedUid claimed;
   std::optional<uid_t> sandbox_uid;
   record.sandbox_uid.reset();
@@ -49,7 +50,7 @@ std::string claim_uid_and_run(const git::Repository& repo, const config::Setting
     // On record while the job runs, not only once it ends.
     store.update(record.id, [&](JobRecord& stored) { stored.sandbox_uid = record.sandbox_uid; });
   }
-  return run_attempts({repo, settings, store, record, request, executor, sandbox_uid}, start, prompt);
+  return run_attempts({repo, settings, store, record, request, executor, api, sandbox_uid}, start, prompt);
 }
 
 // The final record, with the logs' tails; stored whatever happened to the logs.
@@ -79,12 +80,12 @@ RunOutcome store_final_record(const git::Repository& repo, JobStore& store, JobR
 }  // namespace
 
 RunOutcome run_to_end(const git::Repository& repo, const config::Settings& settings, JobStore& store, JobRecord& record,
-                      const RunRequest& request, const executors::Executor& executor, const git_oid& start,
-                      const std::string& prompt) {
+                      const RunRequest& request, const executors::Executor& executor,
+                      const std::optional<ResolvedApi>& api, const git_oid& start, const std::string& prompt) {
   const Slot slot = wait_for_slot(repo, settings, record, request.show_worker_output);
   std::string hint;
   try {
-    hint = claim_uid_and_run(repo, settings, store, record, request, executor, start, prompt);
+    hint = claim_uid_and_run(repo, settings, store, record, request, executor, api, start, prompt);
   } catch (const Error& error) {
     record.state = error.code() == ExitCode::refused ? JobState::refused : JobState::failed;
     // What a signal stopped (the clone's checkout) ends the job as cancelled.

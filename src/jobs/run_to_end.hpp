@@ -9,6 +9,7 @@
 #include "config/settings.hpp"
 #include "executors/executor.hpp"
 #include "git/repository.hpp"
+#include "jobs/api_access.hpp"
 #include "jobs/record.hpp"
 #include "jobs/run_request.hpp"
 #include "jobs/store.hpp"
@@ -19,7 +20,7 @@ namespace mullet::jobs {
 // from. An error is recorded (refused, failed, or cancelled when a signal
 // stopped it), never thrown.
 RunOutcome run_to_end(const git::Repository& repo, const config::Settings& settings, JobStore& store, JobRecord& record,
-                      const RunRequest& request, const executors::Executor& executor, const git_oid& start,
-                      const std::string& prompt);
+                      const RunRequest& request, const executors::Executor& executor,
+                      const std::optional<ResolvedApi>& api, const git_oid& start, const std::string& prompt);
 
 }  // namespace mullet::jobs

@@ -86,7 +86,7 @@ TEST_CASE("a new Config holds the built-in defaults") {
   CHECK(config.gates().empty());
   CHECK(settings.run.setup.empty());
   CHECK(settings.run.dependency_dirs == std::vector<std::string>{"node_modules", "vendor", ".venv", "target", "build"});
-  CHECK(config.entries().size() == 24);
+  CHECK(config.entries().size() == 25);
   for (const auto& [key, entry] : config.entries()) {
     INFO(key);
     CHECK(entry.source == Source::built_in);
@@ -563,7 +563,7 @@ const std::vector<IntegerRange>& integer_ranges() {
 const std::vector<std::pair<const char*, std::size_t>>& string_caps() {
   static const std::vector<std::pair<const char*, std::size_t>> caps = {
       {"run.executor", 4096},  {"run.command", 65536},    {"run.setup", 65536},
-      {"claude.binary", 4096}, {"claude.base_url", 4096},
+      {"claude.binary", 4096}, {"claude.base_url", 4096}, {"claude.credential", 4096},
   };
   return caps;
 }
@@ -880,4 +880,93 @@ TEST_CASE("the user's config is read with the same grammar: no unbracketed IPv6,
     expect_one_usage_problem(std::string("[network]\nworker = [\"") + item + "\"]\n", {"network.worker", item});
   }
   expect_one_usage_problem("[network]\nworker = [\"::1:80\"]\n", {"brackets"});
+}
+
+TEST_CASE("[[credential]] tables become the user's credentials") {
+  Config config;
+  const auto problems = merge_user(config, R"([claude]
+credential = "gateway"
+
+[[credential]]
+name = "anthropic"
+base_url = "https://api.anthropic.com"
+env = "MY_ANTHROPIC_KEY"
+
+[[credential]]
+name = "gateway"
+base_url = "http://127.0.0.1:8080/anthropic"
+header = "Authorization"
+format = "Bearer {}"
+command = ["pass", "show", "gateway"]
+ca_file = "/etc/ssl/gateway.pem"
+)");
+  INFO(messages(problems));
+  REQUIRE(problems.empty());
+  const auto settings = config.settings();
+  CHECK(settings.claude.credential == "gateway");
+  REQUIRE(settings.credentials.size() == 2);
+  CHECK(settings.credentials[0].name == "anthropic");
+  CHECK(settings.credentials[0].header == "x-api-key");
+  CHECK(settings.credentials[0].format == "{}");
+  CHECK(settings.credentials[0].env == "MY_ANTHROPIC_KEY");
+  CHECK(settings.credentials[0].command.empty());
+  CHECK(settings.credentials[0].origin == "user.toml:4");
+  CHECK(settings.credentials[1].command == Strings{"pass", "show", "gateway"});
+  CHECK(settings.credentials[1].header == "Authorization");
+  CHECK(settings.credentials[1].ca_file == "/etc/ssl/gateway.pem");
+}
+
+TEST_CASE("[[credential]] problems") {
+  const std::string https = "base_url = \"https://api.example.com\"\n";
+  expect_one_usage_problem("[[credential]]\nname = \"a\"\n" + https, {"user.toml:1", "exactly one of env"});
+  expect_one_usage_problem("[[credential]]\nname = \"a\"\nenv = \"K\"\ncommand = [\"x\"]\n" + https,
+                           {"exactly one of env"});
+  expect_one_usage_problem("[[credential]]\nenv = \"K\"\n" + https, {"needs a name"});
+  expect_one_usage_problem("[[credential]]\nname = \"a b\"\nenv = \"K\"\n" + https, {"needs a name"});
+  expect_one_usage_problem("[[credential]]\nname = \"a\"\nenv = \"K\"\n", {"needs a base_url"});
+  expect_one_usage_problem("[[credential]]\nname = \"a\"\nenv = \"K\"\nbase_url = \"ftp://x.example\"\n",
+                           {"base_url"});
+  // http only to this machine or a private address: a key in the clear
+  // over the internet is refused.
+  expect_one_usage_problem("[[credential]]\nname = \"a\"\nenv = \"K\"\nbase_url = \"http://api.example.com\"\n",
+                           {"in the clear"});
+  for (const char* local : {"http://127.0.0.1:8080", "http://localhost:4000/v1", "http://10.1.2.3", "http://[::1]:9"}) {
+    Config config;
+    const auto problems =
+        merge_user(config, "[[credential]]\nname = \"a\"\nenv = \"K\"\nbase_url = \"" + std::string(local) + "\"\n");
+    INFO(local << ": " << messages(problems));
+    CHECK(problems.empty());
+  }
+  expect_one_usage_problem("[[credential]]\nname = \"a\"\nenv = \"K\"\nformat = \"Bearer\"\n" + https,
+                           {"header/format"});
+  expect_one_usage_problem("[[credential]]\nname = \"a\"\nenv = \"K\"\nheader = \"x api key\"\n" + https,
+                           {"header/format"});
+  expect_one_usage_problem("[[credential]]\nname = \"a\"\nenv = \"1K\"\n" + https, {"env"});
+  expect_one_usage_problem("[[credential]]\nname = \"a\"\ncommand = []\n" + https, {"non-empty list"});
+  expect_one_usage_problem("[[credential]]\nname = \"a\"\nenv = \"K\"\nsecret = \"x\"\n" + https,
+                           {"unknown key"});
+  expect_one_usage_problem("[[credential]]\nname = \"a\"\nenv = \"K\"\n" + https +
+                               "[[credential]]\nname = \"a\"\nenv = \"L\"\n" + https,
+                           {"another [[credential]] is named 'a'"});
+  expect_one_usage_problem("credential = 1\n", {"array of tables"});
+}
+
+TEST_CASE("a repository file may not hold credentials") {
+  Config config;
+  const auto problems =
+      merge_repo(config, "[[credential]]\nname = \"a\"\nenv = \"K\"\nbase_url = \"https://evil.example\"\n");
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].severity == ExitCode::refused);
+  CHECK(contains(problems[0].message, "user config only"));
+  CHECK(config.settings().credentials.empty());
+}
+
+TEST_CASE("[sandbox] env may not let Claude Code's credential variables in") {
+  for (const char* name :
+       {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR"}) {
+    INFO(name);
+    expect_one_usage_problem("[sandbox]\nenv = [\"GOFLAGS\", \"" + std::string(name) + "\"]\n",
+                             {"sandbox.env", name, "credential endpoint"});
+    CHECK_THROWS_AS(Config().set_from_flag("sandbox.env", Strings{name}, "--flag"), Error);
+  }
 }

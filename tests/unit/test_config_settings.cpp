@@ -33,7 +33,7 @@ Settings built_in() {
   settings.run = {"claude", "", "", {"node_modules", "vendor", ".venv", "target", "build"}, 1, 0};
   settings.sandbox = {{}, 1879048192, 1024};
   settings.network = {{}, {}};
-  settings.claude = {"claude", "https://api.anthropic.com", {}};
+  settings.claude = {"claude", "https://api.anthropic.com", {}, ""};
   settings.limits = {seconds(3600), seconds(14400),  seconds(1800), seconds(1800),    200,
                      20.0,          Mebibytes(8192), 1024,          Mebibytes(10240), Mebibytes(100)};
   return settings;
@@ -71,7 +71,7 @@ TEST_CASE("every key of the schema lands in a field of its own") {
     changed[key] = config.settings();
     CHECK(changed[key] != default_settings);
   }
-  CHECK(changed.size() == 24);
+  CHECK(changed.size() == 25);
   for (auto first = changed.begin(); first != changed.end(); ++first) {
     for (auto second = std::next(first); second != changed.end(); ++second) {
       INFO(first->first << " and " << second->first);
@@ -98,7 +98,7 @@ TEST_CASE("Settings follow the user's file, typed") {
   expected.run = {"command", "make fix", "npm ci", {"node_modules"}, 3, 2};
   expected.sandbox = {{"GOFLAGS"}, 100000, 8};
   expected.network = {{"registry.npmjs.org:443"}, {"*"}};
-  expected.claude = {"/opt/claude", "http://127.0.0.1:8080", {"make *"}};
+  expected.claude = {"/opt/claude", "http://127.0.0.1:8080", {"make *"}, ""};
   expected.limits = {seconds(600), seconds(1200),  seconds(60), seconds(30),    7,
                      1.5,          Mebibytes(512), 64,          Mebibytes(100), Mebibytes(2)};
   expected.gates = {Gate{"tests", "make test", 90, "user.toml:30"}};

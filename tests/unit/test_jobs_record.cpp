@@ -46,9 +46,14 @@ JobRecord full_record() {
                                       1234,
                                       "done\n",
                                       {"api.example:443"},
-                                      nlohmann::json::array({{{"host", "api.example"}, {"allowed", true}}})});
+                                      nlohmann::json::array({{{"host", "api.example"}, {"allowed", true}}}),
+                                      {{"upstream", "https://api.anthropic.com"},
+                                       {"budget_usd", 2.5},
+                                       {"totals", {{"cost_usd", 0.42}}},
+                                       {"requests", nlohmann::json::array({{{"status", 200}}})}}});
   record.phases.push_back(PhaseRecord{
-      "gate:test", {"make", "test"}, 2, StopReason::timeout, 60000, "FAIL x\n", {}, nlohmann::json::array()});
+      "gate:test", {"make", "test"}, 2, StopReason::timeout, 60000, "FAIL x\n", {}, nlohmann::json::array(), {}});
+  record.cost_usd = 0.42;
   record.snapshot_warnings = {"skipped a socket: run/x.sock", "skipped a fifo"};
   record.runner.pid = 4242;
   record.runner.start_ticks = 9876543210123ULL;
@@ -431,7 +436,7 @@ TEST_CASE("summary_json holds only what list needs") {
   const json summary = summary_json(record);
   std::vector<std::string> keys;
   for (const auto& item : summary.items()) keys.push_back(item.key());
-  CHECK(keys == std::vector<std::string>{"base", "created_at", "error", "executor", "finished_at", "format", "id",
+  CHECK(keys == std::vector<std::string>{"base", "cost_usd", "created_at", "error", "executor", "finished_at", "format", "id",
                                          "result", "runner", "state", "title"});
   CHECK(summary["id"] == "0123abcdef");
   CHECK(summary["state"] == "succeeded");

@@ -1,0 +1,139 @@
+#include "jobs/api_access.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "sandbox/plan.hpp"
+#include "util/error.hpp"
+#include "util/process.hpp"
+#include "util/strings.hpp"
+
+namespace mullet::jobs {
+namespace {
+
+// A credential command that hangs (a pinentry nobody answers) must not hang
+// the job's start.
+constexpr int credential_command_deadline_seconds = 60;
+// More than any API key or token; a command printing more is not printing one.
+constexpr std::size_t max_credential_bytes = 16 * 1024;
+
+std::string host_variable(const std::string& name) {
+  const char* value = std::getenv(name.c_str());
+  return value != nullptr ? value : "";
+}
+
+// What the command printed, without its final line break; a failure names
+// the command and its exit, never its output (which may hold the secret).
+std::string run_credential_command(const config::Credential& credential) {
+  util::SpawnOptions options;
+  options.argv = credential.command;
+  options.argv[0] = util::find_in_path(options.argv[0], util::host_path());
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    const auto equals = text.find('=');
+    if (equals != std::string_view::npos) options.env[std::string(text.substr(0, equals))] = text.substr(equals + 1);
+  }
+  const std::string shown = "[[credential]] " + credential.name + " (" + credential.origin + "): its command " +
+                            util::terminal_safe(util::shell_join(credential.command));
+  util::CapturedRun run;
+  try {
+    run = util::run_capture(options, {}, {credential_command_deadline_seconds, true});
+  } catch (const Error& error) {
+    throw usage_error(shown + " could not run: " + error.what(), "check the command in your user config");
+  }
+  if (!run.status.exited() || run.status.code != 0) {
+    throw usage_error(shown + " failed (" + run.status.describe() + ")",
+                      "run it yourself to see why; git-mullet runs it without a shell, once per job");
+  }
+  std::string value = run.out;
+  while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) value.pop_back();
+  // pass(1) and the like print the secret on the first line, notes after it.
+  if (const auto line_end = value.find('\n'); line_end != std::string::npos) value.erase(line_end);
+  if (!value.empty() && value.back() == '\r') value.pop_back();
+  if (value.empty() || value.size() > max_credential_bytes) {
+    throw usage_error(shown + " printed " + (value.empty() ? "nothing" : "more than a credential") +
+                      " on its first line");
+  }
+  return value;
+}
+
+ResolvedApi from_table(const config::Credential& credential, const std::vector<std::string>& sandbox_env) {
+  ResolvedApi api;
+  api.source = "[[credential]] " + credential.name;
+  if (!credential.env.empty() &&
+      std::find(sandbox_env.begin(), sandbox_env.end(), credential.env) != sandbox_env.end()) {
+    throw usage_error("[sandbox] env lists " + credential.env + ", the variable of " + api.source +
+                          ": the credential would be inside the sandbox",
+                      "remove it from [sandbox] env; the credential endpoint uses it from git-mullet's environment");
+  }
+  api.endpoint.upstream = value_or_throw(net::parse_upstream_url(credential.base_url));
+  api.endpoint.header = {credential.header, credential.format};
+  api.endpoint.ca_file = credential.ca_file;
+  if (!credential.env.empty()) {
+    api.endpoint.credential = host_variable(credential.env);
+    if (api.endpoint.credential.empty()) {
+      throw usage_error(api.source + " (" + credential.origin + ") takes its value from $" + credential.env +
+                            ", which is not set in git-mullet's environment",
+                        "export " + credential.env + " before running git mullet");
+    }
+  } else {
+    api.endpoint.credential = run_credential_command(credential);
+  }
+  api.access.auth = util::to_lower(credential.header) == "authorization" ? executors::ApiAuth::auth_token
+                                                                      : executors::ApiAuth::api_key;
+  return api;
+}
+
+ResolvedApi from_host_environment(const config::Settings& settings) {
+  struct Candidate {
+    const char* variable;
+    net::CredentialHeader header;
+    executors::ApiAuth auth;
+  };
+  const Candidate candidates[] = {
+      {"ANTHROPIC_API_KEY", {"x-api-key", "{}"}, executors::ApiAuth::api_key},
+      {"ANTHROPIC_AUTH_TOKEN", {"Authorization", "Bearer {}"}, executors::ApiAuth::auth_token},
+      {"CLAUDE_CODE_OAUTH_TOKEN", {"Authorization", "Bearer {}"}, executors::ApiAuth::oauth_token},
+  };
+  for (const auto& candidate : candidates) {
+    std::string value = host_variable(candidate.variable);
+    if (value.empty()) continue;
+    ResolvedApi api;
+    api.source = std::string(candidate.variable) + " from git-mullet's environment";
+    api.endpoint.upstream = value_or_throw(net::parse_upstream_url(settings.claude.base_url));
+    api.endpoint.header = candidate.header;
+    api.endpoint.credential = std::move(value);
+    api.access.auth = candidate.auth;
+    return api;
+  }
+  throw usage_error("Claude Code needs an API credential, and there is none",
+                    "export ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN, CLAUDE_CODE_OAUTH_TOKEN) before running git "
+                    "mullet, or add a [[credential]] to your user config and name it in [claude] credential; it "
+                    "never enters the sandbox");
+}
+
+}  // namespace
+
+ResolvedApi resolve_claude_api(const config::Settings& settings) {
+  ResolvedApi api;
+  if (!settings.claude.credential.empty()) {
+    const auto& all = settings.credentials;
+    const auto found = std::find_if(all.begin(), all.end(), [&](const config::Credential& credential) {
+      return credential.name == settings.claude.credential;
+    });
+    if (found == all.end()) {
+      throw usage_error("[claude] credential names '" + util::terminal_safe(settings.claude.credential) +
+                            "', and your user config has no [[credential]] of that name",
+                        "add a [[credential]] table named so (name, base_url, header, env or command)");
+    }
+    api = from_table(*found, settings.sandbox.env);
+  } else {
+    api = from_host_environment(settings);
+  }
+  api.endpoint.sentinel = net::make_sentinel();
+  api.access.sentinel = api.endpoint.sentinel;
+  api.access.base_url = "http://127.0.0.1:" + std::to_string(sandbox::inside::api_port);
+  return api;
+}
+
+}  // namespace mullet::jobs
