@@ -94,8 +94,10 @@ start_api() {
 
 # claude_config ALLOW_BASH [BASE_URL] [ENV]: the user config (TOML array
 # bodies for allow_bash and [sandbox] env), pointed at by GIT_MULLET_CONFIG.
+# The key stays in our environment: the credential endpoint forwards the
+# worker's requests to BASE_URL with it.
 claude_config() {
-  local base_url="${2:-http://127.0.0.1:$API_PORT}" env="${3-\"ANTHROPIC_API_KEY\"}"
+  local base_url="${2:-http://127.0.0.1:$API_PORT}" env="${3-}"
   cat >"$S/config.toml" <<EOF
 [claude]
 binary = "$MULLET_TEST_CLAUDE"
@@ -204,10 +206,19 @@ test_a_session_writes_a_file_and_returns_done() {
   assert_eq "$(json_get "$show" .report.permission_denials)" "[]" "permission denials"
   assert_eq "$(json_get "$show" .executor_version)" "$PINNED_VERSION" "executor version"
   assert_eq "$(json_get "$show" .error)" null "error"
-  # The only way out was the granted endpoint, through the proxy.
-  assert_eq "$(json_get "$show" '.phases[0].grants')" "[\"127.0.0.1:$API_PORT\"]" "grants"
-  assert_eq "$(json_get "$show" "[.phases[0].network[] | select(.allowed | not)] | length")" 0 "refused connections"
-  [ "$(json_get "$show" '.phases[0].network | length')" -ge 2 ] || fail "fewer than 2 proxied requests: $show"
+  # The only way out was the credential endpoint: no grant, no proxy; it
+  # forwarded every request, with our key, never the sentinel.
+  assert_eq "$(json_get "$show" '.phases[0].grants')" "[]" "grants"
+  assert_eq "$(json_get "$show" '.phases[0].network')" "[]" "proxied connections"
+  assert_eq "$(json_get "$show" '.phases[0].api.upstream')" "http://127.0.0.1:$API_PORT" "the endpoint's upstream"
+  local forwarded
+  forwarded="$(json_get "$show" '.phases[0].api.totals.forwarded')"
+  [ "$forwarded" -ge 2 ] || fail "fewer than 2 forwarded requests: $show"
+  assert_eq "$(wc -l <"$API_LOG")" "$forwarded" "requests upstream"
+  assert_eq "$(jq -rs '[.[].headers[] | select(.[0] | ascii_downcase == "x-api-key") | .[1]] | unique | join(",")' "$API_LOG")" \
+    "$ANTHROPIC_API_KEY" "the key upstream"
+  if grep -q 'sk-mullet-' "$API_LOG"; then fail "the sentinel reached the upstream"; fi
+  assert_eq "$(json_get "$show" '.cost_usd > 0')" true "the metered cost > 0 ($(json_get "$show" .cost_usd))"
   # The log renders the tool use and the result.
   expect_exit 0 git mullet log "$JOB"
   assert_contains "$OUT" "Claude Code $PINNED_VERSION" "log"
@@ -588,25 +599,22 @@ test_failures_are_named_and_fast() {
   [ "$SECONDS_TAKEN" -lt 30 ] || fail "(b) took ${SECONDS_TAKEN}s"
   echo "    (b: ${SECONDS_TAKEN}s)"
 
-  # (c) No key: unset, and set but not let into the sandbox.
-  start_api "$(script "$(write_turn write /mullet/work/x.txt x)" "$(done_turn "done")")"
-  claude_config ""
-  local saved="$ANTHROPIC_API_KEY"
+  # (c) No key: refused before a job exists, naming the ways to give one.
+  local saved="$ANTHROPIC_API_KEY" code=0 err
   unset ANTHROPIC_API_KEY
-  timed_job -m "no key"
+  claude_config ""
+  err="$(git mullet run -q -m "no key" 2>&1 >/dev/null)" || code=$?
   export ANTHROPIC_API_KEY="$saved"
-  expect_job 1
-  assert_eq "$(json_field "$JOB_JSON" state)" failed
-  assert_contains "$(json_field "$JOB_JSON" error)" "not logged in" "error"
-  [ "$SECONDS_TAKEN" -lt 30 ] || fail "(c) took ${SECONDS_TAKEN}s"
-  echo "    (c unset: ${SECONDS_TAKEN}s)"
-  claude_config "" "" ""
-  timed_job -m "key not let in"
-  expect_job 1
-  assert_contains "$(json_field "$JOB_JSON" error)" "not logged in" "error"
-  [ "$SECONDS_TAKEN" -lt 30 ] || fail "(c) took ${SECONDS_TAKEN}s"
-  echo "    (c not in [sandbox] env: ${SECONDS_TAKEN}s)"
-  assert_eq "$(messages_requests)" 0 "requests to the API without a key"
+  assert_eq "$code" 2 "exit code without a key"
+  assert_contains "$err" "needs an API credential" "the refusal"
+  assert_contains "$err" "[[credential]]" "the hint"
+  # (d) A key listed in [sandbox] env is refused: it would be inside.
+  claude_config "" "" '"ANTHROPIC_API_KEY"'
+  code=0
+  err="$(git mullet run -q -m "key let in" 2>&1 >/dev/null)" || code=$?
+  assert_eq "$code" 2 "exit code with the key in [sandbox] env"
+  assert_contains "$err" "credential endpoint" "the refusal"
+  assert_eq "$(git for-each-ref refs/mullet/jobs | wc -l)" 2 "jobs (only those of a and b)"
 }
 
 # many_writes N: a script of N turns, each writing file-K with the Write tool,
@@ -640,7 +648,7 @@ test_the_turn_and_cost_limits_stop_the_worker() {
   printf 'cost_usd = 0.002\n' >>"$S/config.toml"
   timed_job -m "write twelve files"
   expect_job 1
-  assert_contains "$(json_field "$JOB_JSON" error)" "cost limit" "the error names the cost limit"
+  assert_contains "$(json_field "$JOB_JSON" error)" "limits.cost_usd" "the error names the cost limit"
   result_lacks file-12
   [ "$SECONDS_TAKEN" -lt 30 ] || fail "the cost limit took ${SECONDS_TAKEN}s"
 }
