@@ -105,7 +105,10 @@ WorkerSpec ClaudeExecutor::prepare(const TaskContext& task) const {
   const std::string settings_path = std::string(files_inside) + "/" + claude::settings_name;
   WorkerSpec spec;
   spec.command = value_or_throw(
-      claude::build_argv(binary.flags, {settings_path, claude::result_schema().dump(), settings.limits.cost_usd}));
+      // No --max-budget-usd: Claude Code prices by the model it asked for,
+      // the credential endpoint by what the API reports it used, and the
+      // endpoint's figure is the one the job is charged and stopped by.
+      claude::build_argv(binary.flags, {settings_path, claude::result_schema().dump(), 0}));
   spec.files.push_back(
       {claude::settings_name, claude::build_settings({settings.claude.allow_bash, settings.run.dependency_dirs,
                                                       sandbox::inside::work_tree, sandbox::inside::home})

@@ -3,7 +3,7 @@
 Code CLI in the test suites (python3 standard library only).
 
     fake_claude_api.py serve --port-file FILE --log FILE [--script FILE] [--never-structured]
-                             [--tls-cert FILE --tls-key FILE] [--usage JSON]
+                             [--tls-cert FILE --tls-key FILE] [--usage JSON] [--model NAME]
     fake_claude_api.py results LOG        every tool_result the CLI sent back, as JSON lines
                                           {"id", "is_error", "text"}, first seen first
 
@@ -14,7 +14,8 @@ script turn answered, or null; headers: [name, value] pairs as received). With
 --tls-cert and --tls-key (PEM) it speaks HTTPS. --usage is a JSON object of
 Messages API usage counts reported in every answer (message_start carries it
 with output_tokens 1, message_delta its output_tokens); by default 100 input
-and 20 output tokens.
+and 20 output tokens. --model is the model every answer names (by default,
+the one the request asked for), so a test knows the price it is metered at.
 
 The script (read again at every request, so it may be written after the
 server started) is a JSON list of turns; a turn is a list of blocks:
@@ -65,6 +66,7 @@ class Server(ThreadingHTTPServer):
         # message_start reports output_tokens 1, message_delta these.
         self.usage = dict(USAGE, output_tokens=20)
         self.usage.update(json.loads(args.usage) if args.usage else {})
+        self.model = args.model
         self.lock = threading.Lock()
         self.numbers = itertools.count(1)
 
@@ -152,7 +154,7 @@ class Handler(BaseHTTPRequestHandler):
     def stream(self, body, n, turn, blocks):
         message_id = "msg_%03d_%s" % (n, uuid.uuid4().hex[:16])
         out = [sse("message_start", {"type": "message_start", "message": {
-            "id": message_id, "type": "message", "role": "assistant", "model": body.get("model") or "claude-test",
+            "id": message_id, "type": "message", "role": "assistant", "model": self.server.model or body.get("model") or "claude-test",
             "content": [], "stop_reason": None, "stop_sequence": None,
             "usage": dict(self.server.usage, output_tokens=1)}})]
         stop = "end_turn"
@@ -241,6 +243,7 @@ def main():
     s.add_argument("--tls-cert")
     s.add_argument("--tls-key")
     s.add_argument("--usage")
+    s.add_argument("--model")
     r = sub.add_parser("results")
     r.add_argument("log")
     args = parser.parse_args()
