@@ -728,7 +728,7 @@ std::string check_credential(const Credential& credential) {
   const auto upstream = net::parse_upstream_url(credential.base_url);
   if (!upstream) return "base_url: " + std::string(upstream.error().what());
   if (!upstream->tls && !net::is_localhost_name(upstream->destination) &&
-      !(upstream->destination.address && net::is_restricted_address(*upstream->destination.address))) {
+      !(upstream->destination.address && !net::restricted_address_kind(*upstream->destination.address).empty())) {
     return "base_url: http:// would send the credential in the clear; use https://, or http:// only for a gateway "
            "on this machine or your own network, named by its address (127.0.0.1, 10.x, ...) or localhost";
   }

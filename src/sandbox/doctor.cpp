@@ -93,13 +93,13 @@ Check probe_sandbox(std::optional<uid_t> sandbox_uid) {
     const util::TempDir scratch("/tmp", "mullet-doctor-");
     const Plan plan = build_plan(probe_inputs(scratch.path(), sandbox_uid));
     const RunResult run = run_sandboxed(plan, {});
-    check.ok = run.ended_by == "exit" && run.status.success();
+    check.ok = run.ended_by == StopReason::exit && run.status.success();
     if (check.ok) {
       check.detail = "bubblewrap built a test sandbox";
-    } else if (run.ended_by == "timeout") {
+    } else if (run.ended_by == StopReason::timeout) {
       check.detail = "the test sandbox did not finish within " + std::to_string(util::probe_deadline_seconds) + " s";
     } else {
-      check.detail = "the test sandbox's command failed (" + run.ended_by + ", " + run.status.describe() + ")";
+      check.detail = "the test sandbox's command failed (" + stop_name(run.ended_by) + ", " + run.status.describe() + ")";
     }
   } catch (const Error& error) {
     // No bwrap, a bubblewrap that cannot start, or a wall check that failed.

@@ -149,9 +149,13 @@ Plan build_plan(const PolicyInputs& in) {
   if (has_network) {
     const std::string proxy = "http://127.0.0.1:" + std::to_string(inside::proxy_port);
     for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) plan.env[name] = proxy;
-    // Loopback is the sandbox's own (the API bridge among it); the proxy
-    // would refuse it anyway.
-    for (const char* name : {"NO_PROXY", "no_proxy"}) plan.env[name] = "127.0.0.1,localhost";
+    // The API bridge is on the sandbox's own loopback: its requests must not
+    // go to the proxy (which would look for 127.0.0.1 on the host). Only
+    // then: a granted service on the host's loopback is reached through the
+    // proxy as 127.0.0.1:<port>.
+    if (has_api) {
+      for (const char* name : {"NO_PROXY", "no_proxy"}) plan.env[name] = "127.0.0.1,localhost";
+    }
   }
   for (const auto& [name, value] : in.executor_env) plan.env[name] = value;
   return plan;

@@ -308,14 +308,16 @@ TEST_CASE("the credential endpoint's socket is bound in only when the phase has 
   const Plan without = build_plan(in);
   CHECK_FALSE(has_api_bind(without));
   CHECK(without.network.api_socket.empty());
-  // With grants, loopback (where the API bridge listens) bypasses the proxy.
-  CHECK(without.env.at("NO_PROXY") == "127.0.0.1,localhost");
-  CHECK(without.env.at("no_proxy") == "127.0.0.1,localhost");
+  // Without an API, loopback goes through the proxy like any destination.
+  CHECK(without.env.count("NO_PROXY") == 0);
 
   in.network.api_socket = "/tmp/mullet-proxy-1/api.sock";
   in.network.api_upstream = "https://api.anthropic.com";
   const Plan with = build_plan(in);
   CHECK(has_api_bind(with));
+  // With grants too, loopback (where the API bridge listens) bypasses the proxy.
+  CHECK(with.env.at("NO_PROXY") == "127.0.0.1,localhost");
+  CHECK(with.env.at("no_proxy") == "127.0.0.1,localhost");
   CHECK(with.network.api_upstream == "https://api.anthropic.com");
 
   in.network.grants.clear();
