@@ -66,7 +66,7 @@ int show(const ShowOptions& options) {
     out << "phases:\n";
     for (const auto& phase : record.phases) {
       out << "  " << phase.name << "  " << reason_name(phase.ended_by) << " " << phase.exit_code << "  "
-          << phase.duration_ms / 1000.0 << "s\n";
+          << static_cast<double>(phase.duration_ms) / 1000.0 << "s\n";
     }
   }
   bool any_gate = false;

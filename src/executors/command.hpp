@@ -6,7 +6,7 @@
 
 namespace mullet::executors {
 
-inline constexpr std::size_t max_prompt_in_env = 64 * 1024;
+inline constexpr std::1024U * 1024U;
 
 class CommandExecutor final : public Executor {
  public:

@@ -132,7 +132,8 @@ class JobRun {
         return Verdict::stop;
       }
       worker.api = api->endpoint;
-      worker.api->budget_usd = m_settings.limits.cost_usd - spent;
+      worker.api->budget_usd = m_settings.limits.cost_usd;
+      worker.api->spent_before_usd = spent;
     }
     for (auto& mount : read_only_mounts(m_paths, m_dependency_dirs)) worker.mounts.push_back(mount);
     // With the credential endpoint metering what was really spent, the

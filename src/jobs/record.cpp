@@ -483,7 +483,7 @@ std::string printable_field(const std::string& field) {
 
 }  // namespace
 
-DamagedRecord::DamagedRecord(std::string job, std::string field, std::string problem)
+DamagedRecord::DamagedRecord(std::string job, const std::string& field, std::string problem)
     : DamagedRecord(std::move(job), printable_field(field), std::move(problem), 0) {}
 
 DamagedRecord::DamagedRecord(std::string job, std::string field, std::string problem, int)

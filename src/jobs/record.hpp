@@ -105,7 +105,7 @@ struct JobRecord {
 // `git fetch 'refs/mullet/*'`, so every field is hostile input until checked.
 class DamagedRecord : public Error {
  public:
-  DamagedRecord(std::string job, std::string field, std::string problem);
+  DamagedRecord(std::string job, const std::string& field, std::string problem);
   const std::string& job() const { return m_job; }
   const std::string& field() const { return m_field; }
   const std::string& problem() const { return m_problem; }

@@ -128,6 +128,9 @@ struct CredentialEndpointOptions {
   std::string sentinel;    // make_sentinel()
   std::string ca_file;     // PEM; empty: the system's trust store
   double budget_usd = 0;   // 0: no budget
+  // What the job spent before this endpoint started (its earlier phases),
+  // counted towards the budget: one endpoint per phase, one budget per job.
+  double spent_before_usd = 0;
   PriceTable prices = PriceTable::defaults();
   std::vector<ApiRoute> routes = default_api_routes();
   // From accepting a connection to its complete request head.
@@ -137,10 +140,10 @@ struct CredentialEndpointOptions {
   // No byte either way for this long ends a request (a model may think for
   // minutes before its first byte).
   std::chrono::milliseconds idle_timeout{600'000};
-  std::size_t max_request_body = 32 * 1024 * 1024;
+  std::size_t max_request_body = std::size_t{32} * 1024 * 1024;
   // Request bodies wait whole in memory until they go upstream; this bounds
   // them all together (503, retryable, beyond).
-  std::size_t max_buffered_request_bytes = 96 * 1024 * 1024;
+  std::size_t max_buffered_request_bytes = std::size_t{96} * 1024 * 1024;
   std::size_t max_connections = 64;
   std::size_t max_records = 10'000;  // the log keeps the last this many
 };

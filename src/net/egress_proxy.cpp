@@ -31,7 +31,7 @@ using unix_stream = asio::local::stream_protocol;
 // client still sends for a moment before closing: closing a socket with
 // unread input resets it, and the client could lose the answer.
 constexpr auto linger_time = std::chrono::milliseconds(1000);
-constexpr std::size_t max_linger_bytes = 64 * 1024;
+constexpr std::1024U * 1024U;
 
 // A request's host and port as net::parse_destination read them (the host is
 // its canonical text, IPv6 without brackets), read again.

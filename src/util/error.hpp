@@ -23,8 +23,9 @@ enum class ExitCode : int {
 
 class Error : public std::runtime_error {
  public:
-  Error(ExitCode code, std::string message, std::string hint = {})
-      : std::runtime_error(std::move(message)), m_code(code), m_hint(std::move(hint)) {}
+  // runtime_error copies the message whatever it is given.
+  Error(ExitCode code, const std::string& message, std::string hint = {})
+      : std::runtime_error(message), m_code(code), m_hint(std::move(hint)) {}
 
   ExitCode code() const { return m_code; }
   // What the user can do about it; may be empty.
@@ -35,14 +36,14 @@ class Error : public std::runtime_error {
   std::string m_hint;
 };
 
-inline Error usage_error(std::string message, std::string hint = {}) {
-  return {ExitCode::usage, std::move(message), std::move(hint)};
+inline Error usage_error(const std::string& message, std::string hint = {}) {
+  return {ExitCode::usage, message, std::move(hint)};
 }
-inline Error refused_error(std::string message, std::string hint = {}) {
-  return {ExitCode::refused, std::move(message), std::move(hint)};
+inline Error refused_error(const std::string& message, std::string hint = {}) {
+  return {ExitCode::refused, message, std::move(hint)};
 }
-inline Error failure(std::string message, std::string hint = {}) {
-  return {ExitCode::job_failed, std::move(message), std::move(hint)};
+inline Error failure(const std::string& message, std::string hint = {}) {
+  return {ExitCode::job_failed, message, std::move(hint)};
 }
 
 template <typename T>

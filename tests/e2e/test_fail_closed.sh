@@ -134,6 +134,8 @@ test_doctor_reports_a_broken_sandbox() {
 # binary's whole process group is killed and the error names it.
 test_a_hung_claude_fails_run_and_doctor_at_the_probe_deadline() {
   new_repo repo
+  # A credential, so the binary is what the run stops at.
+  export ANTHROPIC_API_KEY=sk-test-not-a-real-key
   local nap
   nap="$(marker)"
   mkdir -p "$PWD/fake-bin"
