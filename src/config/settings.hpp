@@ -64,13 +64,13 @@ struct NetworkSettings {
 // writes it into the requests it forwards to `base_url`.
 struct Credential {
   std::string name;
-  std::string base_url;                // the upstream, as net::parse_upstream_url reads it
-  std::string header = "x-api-key";    // the header written upstream
-  std::string format = "{}";           // its value, "{}" standing for the credential
-  std::string env;                     // the value is this host variable's ...
-  std::vector<std::string> command;    // ... or this command's output (no shell, once per job)
-  std::string ca_file;                 // PEM trust anchors for the upstream; empty: the system's
-  std::string origin;                  // FILE:LINE
+  std::string base_url;              // the upstream, as net::parse_upstream_url reads it
+  std::string header = "x-api-key";  // the header written upstream
+  std::string format = "{}";         // its value, "{}" standing for the credential
+  std::string env;                   // the value is this host variable's ...
+  std::vector<std::string> command;  // ... or this command's output (no shell, once per job)
+  std::string ca_file;               // PEM trust anchors for the upstream; empty: the system's
+  std::string origin;                // FILE:LINE
   bool operator==(const Credential&) const = default;
 };
 
@@ -104,7 +104,7 @@ struct Settings {
   NetworkSettings network;
   ClaudeSettings claude;
   LimitsSettings limits;
-  std::vector<Gate> gates;  // the files' [[gate]]s
+  std::vector<Gate> gates;              // the files' [[gate]]s
   std::vector<Credential> credentials;  // the user file's [[credential]]s
   bool operator==(const Settings&) const = default;
 };

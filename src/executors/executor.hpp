@@ -23,9 +23,9 @@ inline constexpr const char* files_inside = "/mullet/etc";
 // Which of Claude Code's credential variables carries the sentinel, so that
 // it sends it in the header the real credential goes upstream in.
 enum class ApiAuth {
-  api_key,     // ANTHROPIC_API_KEY: x-api-key
-  auth_token,  // ANTHROPIC_AUTH_TOKEN: Authorization: Bearer
-  oauth_token, // CLAUDE_CODE_OAUTH_TOKEN: Authorization: Bearer, as a subscription's
+  api_key,      // ANTHROPIC_API_KEY: x-api-key
+  auth_token,   // ANTHROPIC_AUTH_TOKEN: Authorization: Bearer
+  oauth_token,  // CLAUDE_CODE_OAUTH_TOKEN: Authorization: Bearer, as a subscription's
 };
 
 // How the worker reaches its model API: the credential endpoint, which the

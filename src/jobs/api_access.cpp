@@ -80,7 +80,7 @@ ResolvedApi from_table(const config::Credential& credential, const std::vector<s
     api.endpoint.credential = run_credential_command(credential);
   }
   api.access.auth = util::to_lower(credential.header) == "authorization" ? executors::ApiAuth::auth_token
-                                                                      : executors::ApiAuth::api_key;
+                                                                         : executors::ApiAuth::api_key;
   return api;
 }
 

@@ -9,8 +9,8 @@
 
 #include "config/settings.hpp"
 #include "executors/executor.hpp"
-#include "jobs/api_access.hpp"
 #include "git/repository.hpp"
+#include "jobs/api_access.hpp"
 #include "jobs/record.hpp"
 #include "jobs/run_request.hpp"
 #include "jobs/store.hpp"

@@ -271,9 +271,11 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
   if (result.ended_by == sandbox::StopReason::timeout && phase.wall_is_job_limit) {
     result.ended_by = sandbox::StopReason::job_timeout;
   }
-  PhaseRecord record{phase.name,      plan.command,           result.status.code,
-                     result.ended_by, result.duration_ms,     util::tail(output, phase_tail_bytes),
-                     phase.grants,    nlohmann::json::array(), nlohmann::json()};
+  PhaseRecord record{phase.name,         plan.command,
+                     result.status.code, result.ended_by,
+                     result.duration_ms, util::tail(output, phase_tail_bytes),
+                     phase.grants,       nlohmann::json::array(),
+                     nlohmann::json()};
   if (proxy) {
     proxy->stop();
     record.network = proxy->decisions_json();

@@ -38,8 +38,7 @@ Slot wait_for_slot(const git::Repository& repo, const config::Settings& settings
 // while the attempts run. Returns the hint for record.error.
 std::string claim_uid_and_run(const git::Repository& repo, const config::Settings& settings, JobStore& store,
                               JobRecord& record, const RunRequest& request, const executors::Executor& executor,
-                              const std::optional<ResolvedApi>& api, const git_oid& start,
-                              const std::string& prompt) {
+                              const std::optional<ResolvedApi>& api, const git_oid& start, const std::string& prompt) {
   ClaimedUid claimed;
   std::optional<uid_t> sandbox_uid;
   record.sandbox_uid.reset();

@@ -99,7 +99,8 @@ Check probe_sandbox(std::optional<uid_t> sandbox_uid) {
     } else if (run.ended_by == StopReason::timeout) {
       check.detail = "the test sandbox did not finish within " + std::to_string(util::probe_deadline_seconds) + " s";
     } else {
-      check.detail = "the test sandbox's command failed (" + stop_name(run.ended_by) + ", " + run.status.describe() + ")";
+      check.detail =
+          "the test sandbox's command failed (" + stop_name(run.ended_by) + ", " + run.status.describe() + ")";
     }
   } catch (const Error& error) {
     // No bwrap, a bubblewrap that cannot start, or a wall check that failed.

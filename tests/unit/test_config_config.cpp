@@ -924,8 +924,7 @@ TEST_CASE("[[credential]] problems") {
   expect_one_usage_problem("[[credential]]\nenv = \"K\"\n" + https, {"needs a name"});
   expect_one_usage_problem("[[credential]]\nname = \"a b\"\nenv = \"K\"\n" + https, {"needs a name"});
   expect_one_usage_problem("[[credential]]\nname = \"a\"\nenv = \"K\"\n", {"needs a base_url"});
-  expect_one_usage_problem("[[credential]]\nname = \"a\"\nenv = \"K\"\nbase_url = \"ftp://x.example\"\n",
-                           {"base_url"});
+  expect_one_usage_problem("[[credential]]\nname = \"a\"\nenv = \"K\"\nbase_url = \"ftp://x.example\"\n", {"base_url"});
   // http only to this machine or a private address: a key in the clear
   // over the internet is refused.
   expect_one_usage_problem("[[credential]]\nname = \"a\"\nenv = \"K\"\nbase_url = \"http://api.example.com\"\n",
@@ -943,11 +942,10 @@ TEST_CASE("[[credential]] problems") {
                            {"header/format"});
   expect_one_usage_problem("[[credential]]\nname = \"a\"\nenv = \"1K\"\n" + https, {"env"});
   expect_one_usage_problem("[[credential]]\nname = \"a\"\ncommand = []\n" + https, {"non-empty list"});
-  expect_one_usage_problem("[[credential]]\nname = \"a\"\nenv = \"K\"\nsecret = \"x\"\n" + https,
-                           {"unknown key"});
-  expect_one_usage_problem("[[credential]]\nname = \"a\"\nenv = \"K\"\n" + https +
-                               "[[credential]]\nname = \"a\"\nenv = \"L\"\n" + https,
-                           {"another [[credential]] is named 'a'"});
+  expect_one_usage_problem("[[credential]]\nname = \"a\"\nenv = \"K\"\nsecret = \"x\"\n" + https, {"unknown key"});
+  expect_one_usage_problem(
+      "[[credential]]\nname = \"a\"\nenv = \"K\"\n" + https + "[[credential]]\nname = \"a\"\nenv = \"L\"\n" + https,
+      {"another [[credential]] is named 'a'"});
   expect_one_usage_problem("credential = 1\n", {"array of tables"});
 }
 
@@ -962,8 +960,8 @@ TEST_CASE("a repository file may not hold credentials") {
 }
 
 TEST_CASE("[sandbox] env may not let Claude Code's credential variables in") {
-  for (const char* name :
-       {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR"}) {
+  for (const char* name : {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
+                           "CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR"}) {
     INFO(name);
     expect_one_usage_problem("[sandbox]\nenv = [\"GOFLAGS\", \"" + std::string(name) + "\"]\n",
                              {"sandbox.env", name, "credential endpoint"});

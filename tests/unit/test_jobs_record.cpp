@@ -436,8 +436,8 @@ TEST_CASE("summary_json holds only what list needs") {
   const json summary = summary_json(record);
   std::vector<std::string> keys;
   for (const auto& item : summary.items()) keys.push_back(item.key());
-  CHECK(keys == std::vector<std::string>{"base", "cost_usd", "created_at", "error", "executor", "finished_at", "format", "id",
-                                         "result", "runner", "state", "title"});
+  CHECK(keys == std::vector<std::string>{"base", "cost_usd", "created_at", "error", "executor", "finished_at", "format",
+                                         "id", "result", "runner", "state", "title"});
   CHECK(summary["id"] == "0123abcdef");
   CHECK(summary["state"] == "succeeded");
   CHECK(summary["title"] == "Fix the parser");
