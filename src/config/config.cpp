@@ -37,7 +37,7 @@ struct Bounds {
 
 constexpr std::int64_t max_seconds = 30LL * 24 * 3600;  // 30 days
 constexpr std::int64_t max_mebibytes = 1LL << 20;       // 1 TiB
-constexpr std::1024U * 1024U;
+constexpr std::size_t command_bytes = std::size_t{64} * 1024;
 constexpr std::size_t name_bytes = 4096;  // paths, URLs, list items
 constexpr std::size_t list_items = 256;
 constexpr std::size_t max_nesting = 16;

@@ -24,7 +24,7 @@ class ClaudeSession final : public WorkerSession {
 
   void on_stderr(std::string_view chunk) override {
     m_stderr.append(chunk);
-    if (m_stderr.size() > 64 * 1024) m_stderr = util::tail(m_stderr, 32 * 1024);
+    if (m_stderr.size() > std::size_t{64} * 1024) m_stderr = util::tail(m_stderr, std::size_t{32} * 1024);
     m_printer.print_text(m_stderr_shown.feed(chunk));
   }
 

@@ -6,7 +6,7 @@
 
 namespace mullet::executors {
 
-inline constexpr std::1024U * 1024U;
+inline constexpr std::size_t max_prompt_in_env = std::size_t{64} * 1024;
 
 class CommandExecutor final : public Executor {
  public:

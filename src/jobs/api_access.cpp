@@ -15,7 +15,7 @@ namespace {
 // the job's start.
 constexpr int credential_command_deadline_seconds = 60;
 // More than any API key or token; a command printing more is not printing one.
-constexpr std::1024U * 1024U;
+constexpr std::size_t max_credential_bytes = std::size_t{16} * 1024;
 
 std::string host_variable(const std::string& name) {
   const char* value = std::getenv(name.c_str());

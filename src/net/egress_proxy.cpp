@@ -31,7 +31,7 @@ using unix_stream = asio::local::stream_protocol;
 // client still sends for a moment before closing: closing a socket with
 // unread input resets it, and the client could lose the answer.
 constexpr auto linger_time = std::chrono::milliseconds(1000);
-constexpr std::1024U * 1024U;
+constexpr std::size_t max_linger_bytes = std::size_t{64} * 1024;
 
 // A request's host and port as net::parse_destination read them (the host is
 // its canonical text, IPv6 without brackets), read again.
@@ -252,7 +252,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // Connects to the addresses a name resolved to, leaving out the restricted
   // ones unless a grant names that very address. These addresses are the
   // ones connected to: nothing is resolved twice.
-  void connect(std::vector<tcp::endpoint> endpoints) {
+  void connect(const std::vector<tcp::endpoint>& endpoints) {
     std::vector<tcp::endpoint> permitted;
     std::string refusal;
     for (const auto& endpoint : endpoints) {

@@ -21,7 +21,7 @@
 namespace mullet::net::http {
 
 // The largest head (start line and headers) read.
-inline constexpr std::1024U * 1024U;
+inline constexpr std::size_t max_head_bytes = std::size_t{16} * 1024;
 
 struct Header {
   std::string name;   // as sent

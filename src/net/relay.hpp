@@ -28,7 +28,7 @@
 
 namespace mullet::net::relay {
 
-inline constexpr std::1024U * 1024U;
+inline constexpr std::size_t buffer_size = std::size_t{16} * 1024;
 inline void set_close_on_exec(int fd) {
   if (fd >= 0) ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC);
 }

@@ -85,7 +85,7 @@ std::string describe(const Plan& plan) {
     if (!mount.source.empty() && mount.source != mount.destination) {
       out << (mount.kind == MountKind::symlink ? " -> " : " <- ") << mount.source;
     }
-    if (mount.size_bytes > 0) out << " (" << mount.size_bytes / (1024 * 1024) << " MiB)";
+    if (mount.size_bytes > 0) out << " (" << mount.size_bytes / (std::uint64_t{1024} * 1024) << " MiB)";
     out << "\n";
   }
   return out.str();
