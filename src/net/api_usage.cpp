@@ -205,7 +205,7 @@ void UsageMeter::dispatch_event() {
   }
   m_event_too_long = false;
   m_data.clear();
-  if (m_data.capacity() > 64 * 1024) m_data.shrink_to_fit();
+  if (m_data.capacity() > std::size_t{64} * 1024) m_data.shrink_to_fit();
 }
 
 // One JSON document, scanned a byte at a time without being kept: only the

@@ -61,7 +61,7 @@ TokenUsage usage_from_json(const nlohmann::json& usage);
 
 class UsageMeter {
  public:
-  static constexpr std::size_t max_event_bytes = 1024 * 1024;
+  static constexpr std::size_t max_event_bytes = std::size_t{1024} * 1024;
   static constexpr std::size_t max_model_bytes = 256;
 
   // `event_stream`: the body is server-sent events (Content-Type

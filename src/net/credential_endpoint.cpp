@@ -36,7 +36,7 @@ using Clock = std::chrono::steady_clock;
 // client still sends for a moment before closing: closing a socket with
 // unread input resets it, and the client could lose the answer.
 constexpr auto linger_time = std::chrono::milliseconds(2000);
-constexpr std::size_t buffer_size = 16 * 1024;
+constexpr std::size_t buffer_size = std::size_t{16} * 1024;
 constexpr std::size_t max_recorded_path = 256;
 constexpr std::string_view who = "credential endpoint";
 
@@ -617,11 +617,11 @@ class Session : public std::enable_shared_from_this<Session> {
           }
           std::vector<tcp::endpoint> endpoints;
           for (const auto& entry : results) endpoints.push_back(entry.endpoint());
-          self->connect_to(std::move(endpoints));
+          self->connect_to(endpoints);
         });
   }
 
-  void connect_to(std::vector<tcp::endpoint> endpoints) {
+  void connect_to(const std::vector<tcp::endpoint>& endpoints) {
     asio::async_connect(
         upstream_socket(), endpoints, [self = shared_from_this()](const asio::error_code& error, const tcp::endpoint&) {
           if (self->m_phase != Phase::connecting) return;

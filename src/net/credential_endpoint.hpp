@@ -137,10 +137,10 @@ struct CredentialEndpointOptions {
   // No byte either way for this long ends a request (a model may think for
   // minutes before its first byte).
   std::chrono::milliseconds idle_timeout{600'000};
-  std::size_t max_request_body = 32 * 1024 * 1024;
+  std::size_t max_request_body = std::size_t{32} * 1024 * 1024;
   // Request bodies wait whole in memory until they go upstream; this bounds
   // them all together (503, retryable, beyond).
-  std::size_t max_buffered_request_bytes = 96 * 1024 * 1024;
+  std::size_t max_buffered_request_bytes = std::size_t{96} * 1024 * 1024;
   std::size_t max_connections = 64;
   std::size_t max_records = 10'000;  // the log keeps the last this many
 };

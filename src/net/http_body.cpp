@@ -33,16 +33,15 @@ std::size_t ChunkedDecoder::feed(std::string_view input, std::string& data) {
     switch (m_state) {
       case State::size: {
         const int digit = hex_value(c);
+        const bool after_digits = m_digits > 0;
         if (digit >= 0 && !m_blank_before_extension) {
           if (++m_digits > 16) return fail();
           m_remaining = m_remaining * 16 + static_cast<std::uint64_t>(digit);
-        } else if (m_digits == 0) {
-          return fail();
-        } else if (c == '\r') {
+        } else if (after_digits && c == '\r') {
           m_state = State::size_lf;
-        } else if (c == ';') {
+        } else if (after_digits && c == ';') {
           m_state = State::extension;
-        } else if (is_blank(c)) {
+        } else if (after_digits && is_blank(c)) {
           m_blank_before_extension = true;  // BWS: only ';' or the line's end may follow
         } else {
           return fail();

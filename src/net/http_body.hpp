@@ -19,7 +19,7 @@ class ChunkedDecoder {
   // A chunk-size line (with its extensions) or the trailer section larger
   // than this fails the body.
   static constexpr std::size_t max_line_bytes = 4096;
-  static constexpr std::size_t max_trailer_bytes = 16 * 1024;
+  static constexpr std::size_t max_trailer_bytes = std::size_t{16} * 1024;
 
   // Appends the data in `input` to `data`, and returns how many bytes of
   // `input` belong to the body: all of them, unless the body ended (or
