@@ -303,6 +303,7 @@ class CredentialEndpoint::Impl {
             [this](unix_stream::socket socket, std::uint64_t id) { return make_session(std::move(socket), id); },
             [this](unix_stream::socket socket) { refuse_at_capacity(std::move(socket)); }) {
     if (options.sentinel.empty()) throw failure("the credential endpoint needs a sentinel");
+    m_exhausted = options.budget_usd > 0 && options.spent_before_usd >= options.budget_usd;
   }
 
   void start();
@@ -341,6 +342,8 @@ class CredentialEndpoint::Impl {
   std::deque<ApiRequestRecord> m_records;
   ApiTotals m_totals;
   std::string m_unmeasured;  // why the budget cannot be enforced, once it cannot
+  // The job's measured cost (m_mutex held).
+  double spent() const { return options.spent_before_usd + m_totals.cost_usd; }
   std::atomic<bool> m_exhausted{false};
 
   bool m_started = false;
@@ -1119,7 +1122,7 @@ std::optional<std::string> CredentialEndpoint::Impl::budget_refusal() const {
     return "this job's API budget of " + dollars(options.budget_usd) + " cannot be enforced (" + m_unmeasured +
            "), so no further requests are forwarded";
   }
-  return "this job's API budget of " + dollars(options.budget_usd) + " is spent (" + dollars(m_totals.cost_usd) +
+  return "this job's API budget of " + dollars(options.budget_usd) + " is spent (" + dollars(spent()) +
          " measured); no further requests are forwarded";
 }
 
@@ -1140,9 +1143,8 @@ void CredentialEndpoint::Impl::finish(ApiRequestRecord record, bool metered_rout
   if (record.bytes_up > 0) m_totals.bytes_up[destination] += record.bytes_up;
   m_totals.bytes_down += record.bytes_down;
   if (options.budget_usd > 0) {
-    if (m_totals.cost_usd >= options.budget_usd && !m_exhausted.load()) {
-      spdlog::info("{}: the budget of {} is spent ({} measured)", who, dollars(options.budget_usd),
-                   dollars(m_totals.cost_usd));
+    if (spent() >= options.budget_usd && !m_exhausted.load()) {
+      spdlog::info("{}: the budget of {} is spent ({} measured)", who, dollars(options.budget_usd), dollars(spent()));
       m_exhausted = true;
     }
     const bool succeeded = record.status >= 200 && record.status < 300;

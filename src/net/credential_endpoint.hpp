@@ -128,6 +128,9 @@ struct CredentialEndpointOptions {
   std::string sentinel;    // make_sentinel()
   std::string ca_file;     // PEM; empty: the system's trust store
   double budget_usd = 0;   // 0: no budget
+  // What the job spent before this endpoint started (its earlier phases),
+  // counted towards the budget: one endpoint per phase, one budget per job.
+  double spent_before_usd = 0;
   PriceTable prices = PriceTable::defaults();
   std::vector<ApiRoute> routes = default_api_routes();
   // From accepting a connection to its complete request head.

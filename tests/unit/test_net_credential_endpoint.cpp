@@ -990,6 +990,25 @@ TEST_CASE("credential endpoint: usage is summed and priced; the request after th
   CHECK(totals.usage.output == 20'000);
   CHECK(totals.forwarded == 2);
   CHECK(totals.refused == 1);
+
+  // The next phase's endpoint starts from what the job spent.
+  Endpoint next(https_url(upstream), ca.ca_file(), [](CredentialEndpointOptions& options) {
+    options.prices.set("test-model*", {{1, 2, 1.25, 2, 0.1, 0}, 0, {}, std::nullopt});
+    options.budget_usd = 0.3;
+    options.spent_before_usd = 0.24;
+  });
+  CHECK_FALSE(next.endpoint->budget_exhausted());
+  CHECK(ask(next.socket_path, post("/v1/messages", {next.key_header()}, message_body())).status == 200);
+  CHECK(next.endpoint->budget_exhausted());
+  const auto after = ask(next.socket_path, post("/v1/messages", {next.key_header()}, message_body()));
+  CHECK(after.json["error"]["message"].get<std::string>().find("($0.36 measured)") != std::string::npos);
+  Endpoint spent(https_url(upstream), ca.ca_file(), [](CredentialEndpointOptions& options) {
+    options.budget_usd = 0.3;
+    options.spent_before_usd = 0.36;
+  });
+  CHECK(spent.endpoint->budget_exhausted());
+  CHECK(ask(spent.socket_path, post("/v1/messages", {spent.key_header()}, message_body())).status == 402);
+  CHECK(upstream.exchanges().size() == 3);
 }
 
 TEST_CASE("credential endpoint: under a budget, an answer without readable usage stops forwarding") {
