@@ -25,7 +25,9 @@
 // sentinel once the job has ended: stop() removes the socket, and another
 // job's endpoint has another sentinel. What it sends upstream is its own
 // business, bounded per request (max_request_body) and counted per
-// destination (ApiTotals::bytes_up).
+// destination (ApiTotals::bytes_up). Leaving in the middle of an answer does
+// not hide its cost: the endpoint reads every answer to its end and meters
+// it. Without the sentinel it learns nothing but that the endpoint is there.
 //
 // The budget is checked before each request is forwarded, so requests in
 // flight when it is reached still complete: the job's cost can exceed the
@@ -190,7 +192,7 @@ struct ApiTotals {
   std::uint64_t forwarded = 0;  // answered by the upstream
   std::uint64_t refused = 0;    // answered by the endpoint itself, not for an upstream failure
   TokenUsage usage;
-  double cost_usd = 0;
+  double cost_usd = 0;  // measured here (spent_before_usd not included)
   // By destination ("api.anthropic.com:443"): what the sandbox sent out
   // through the endpoint.
   std::map<std::string, std::uint64_t> bytes_up;
