@@ -170,7 +170,7 @@ std::string_view to_string(ApiOutcome outcome);
 std::string hint_for(ApiOutcome outcome);
 
 struct ApiRequestRecord {
-  std::string time;    // RFC 3339 UTC, when the request head arrived
+  std::string time;    // RFC 3339 UTC, when its connection was accepted
   std::string method;  // empty when no head was read
   std::string path;    // without the query
   std::string model;   // from the answer, else from the request
