@@ -389,7 +389,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // Closes everything; the handlers still pending find the phase ended.
   void end() {
     if (m_phase == Phase::ended) return;
-    const bool cut_short = m_phase != Phase::answered && m_phase != Phase::head;
+    // Only stop() (or an eviction, which is silent) ends a request that has
+    // not been answered.
+    const auto ended_in = m_phase;
     m_phase = Phase::ended;
     asio::error_code ignored;
     m_client.close(ignored);
@@ -397,10 +399,11 @@ class Session : public std::enable_shared_from_this<Session> {
     m_resolver.cancel();
     m_timer.cancel();
     give_body_back();
-    if (cut_short) {
-      // Only stop() ends a request in flight.
+    if (ended_in == Phase::head && m_head_size == 0) m_silent = true;
+    if (ended_in != Phase::answered) {
       m_record.outcome = ApiOutcome::stopped;
-      m_record.reason = "the endpoint stopped while the request was in flight";
+      m_record.reason = ended_in == Phase::head ? "the endpoint stopped before the request was complete"
+                                                : "the endpoint stopped while the request was in flight";
     }
     write_record();
     m_endpoint.forget(m_id);
@@ -705,7 +708,7 @@ class Session : public std::enable_shared_from_this<Session> {
                            m_endpoint.destination + " closed without answering: " + error.message(), true);
     }
     m_last_activity = Clock::now();
-    const std::size_t scanned = m_response_head_size;
+    std::size_t scanned = m_response_head_size;
     m_response_head_size += count;
     while (true) {
       const std::string_view received(m_response_head.data(), m_response_head_size);
@@ -724,6 +727,7 @@ class Session : public std::enable_shared_from_this<Session> {
         // An interim answer (103 Early Hints): the real one follows.
         std::copy(rest.begin(), rest.end(), m_response_head.begin());
         m_response_head_size = rest.size();
+        scanned = 0;
         if (rest.empty()) return read_response_head();
         continue;
       }

@@ -25,7 +25,9 @@
 // sentinel once the job has ended: stop() removes the socket, and another
 // job's endpoint has another sentinel. What it sends upstream is its own
 // business, bounded per request (max_request_body) and counted per
-// destination (ApiTotals::bytes_up).
+// destination (ApiTotals::bytes_up). Leaving in the middle of an answer does
+// not hide its cost: the endpoint reads every answer to its end and meters
+// it. Without the sentinel it learns nothing but that the endpoint is there.
 //
 // The budget is checked before each request is forwarded, so requests in
 // flight when it is reached still complete: the job's cost can exceed the
@@ -168,7 +170,7 @@ std::string_view to_string(ApiOutcome outcome);
 std::string hint_for(ApiOutcome outcome);
 
 struct ApiRequestRecord {
-  std::string time;    // RFC 3339 UTC, when the request head arrived
+  std::string time;    // RFC 3339 UTC, when its connection was accepted
   std::string method;  // empty when no head was read
   std::string path;    // without the query
   std::string model;   // from the answer, else from the request
@@ -190,7 +192,7 @@ struct ApiTotals {
   std::uint64_t forwarded = 0;  // answered by the upstream
   std::uint64_t refused = 0;    // answered by the endpoint itself, not for an upstream failure
   TokenUsage usage;
-  double cost_usd = 0;
+  double cost_usd = 0;  // measured here (spent_before_usd not included)
   // By destination ("api.anthropic.com:443"): what the sandbox sent out
   // through the endpoint.
   std::map<std::string, std::uint64_t> bytes_up;

@@ -1182,8 +1182,10 @@ TEST_CASE("credential endpoint: the upstream's errors pass through, uncharged") 
   TestUpstream upstream(nullptr);
   const std::string error = R"({"type":"error","error":{"type":"rate_limit_error","message":"slow down"}})";
   upstream.answer_with([&](const Exchange&) {
+    // An interim answer first, in the same piece as the real one.
     return Scripted{
-        "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nretry-after: 3\r\n"
+        "HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\nHTTP/1.1 429 Too Many Requests\r\nContent-Type: "
+        "application/json\r\nretry-after: 3\r\n"
         "x-should-retry: true\r\nContent-Length: " +
             std::to_string(error.size()) + "\r\n\r\n" + error,
         {}};
@@ -1192,6 +1194,7 @@ TEST_CASE("credential endpoint: the upstream's errors pass through, uncharged") 
                     [](CredentialEndpointOptions& options) { options.budget_usd = 1; });
   const auto reply = ask(endpoint.socket_path, post("/v1/messages", {endpoint.key_header()}, message_body()));
   CHECK(reply.status == 429);
+  CHECK(reply.head.find("Early") == std::string::npos);
   CHECK(reply.body == error);
   CHECK(reply.head.find("\r\nretry-after: 3\r\n") != std::string::npos);
   const auto records = endpoint.records(1);
@@ -1200,4 +1203,24 @@ TEST_CASE("credential endpoint: the upstream's errors pass through, uncharged") 
   CHECK(records[0].status == 429);
   CHECK(records[0].cost_usd == 0);
   CHECK_FALSE(endpoint.endpoint->budget_exhausted());
+}
+
+TEST_CASE("credential endpoint: interim answers are skipped, however the heads are split") {
+  TestUpstream upstream(nullptr);
+  // A long interim head cut short, then its end and a short final head.
+  upstream.answer_with([](const Exchange&) {
+    return Scripted{"HTTP/1.1 103 Early Hints\r\nLink: </" + std::string(600, 'x') + ">\r\n",
+                    {"\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"}};
+  });
+  Endpoint endpoint("http://127.0.0.1:" + std::to_string(upstream.port()), "");
+  const auto fd = connect_unix(endpoint.socket_path);
+  REQUIRE(fd);
+  REQUIRE(send_all(fd.get(), post("/v1/messages", {endpoint.key_header()}, message_body())));
+  REQUIRE(wait_until([&] { return upstream.exchanges().size() == 1; }));
+  upstream.release();
+  AnswerReader reader(fd.get());
+  REQUIRE(reader.read_head());
+  CHECK(reader.status() == 200);
+  reader.read_to_end();
+  CHECK(reader.body() == "ok");
 }
