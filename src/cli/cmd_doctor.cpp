@@ -5,7 +5,9 @@
 
 #include "cli/commands.hpp"
 #include "executors/claude_args.hpp"
+#include "executors/executor.hpp"
 #include "executors/claude_binary.hpp"
+#include "jobs/api_access.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/slots.hpp"
 #include "sandbox/doctor.hpp"
@@ -79,20 +81,21 @@ int doctor(bool json) {
   if (user_check) checks.push_back(*user_check);
   checks.push_back(claude_check(settings, repo ? jobs::jobs_directory(*repo) : std::string()));
 
-  nlohmann::json worker_grants = settings.network.worker;
-  if (settings.run.executor == "claude") {
-    if (const auto endpoint = executors::claude::parse_endpoint(settings.claude.base_url)) {
-      worker_grants.push_back(endpoint->grant());
-    }
-  }
   const nlohmann::json grants = {
-      {"setup", settings.network.setup}, {"worker", worker_grants}, {"gates", nlohmann::json::array()}};
+      {"setup", settings.network.setup}, {"worker", settings.network.worker}, {"gates", nlohmann::json::array()}};
+  // The model API is not a grant: the worker reaches it only through the
+  // credential endpoint, which holds the key on this side.
+  std::string api_upstream;
+  if (executors::make_executor(settings.run.executor)->needs_api()) {
+    const auto upstream = net::parse_upstream_url(jobs::planned_claude_upstream(settings));
+    api_upstream = upstream ? upstream->to_string() : std::string();
+  }
   bool required_ok = true;
   for (const auto& check : checks) required_ok = required_ok && (check.ok || !check.required);
   if (json) {
-    std::cout
-        << nlohmann::json{{"ok", required_ok}, {"checks", sandbox::checks_to_json(checks)}, {"grants", grants}}.dump(2)
-        << "\n";
+    nlohmann::json report{{"ok", required_ok}, {"checks", sandbox::checks_to_json(checks)}, {"grants", grants}};
+    report["api"] = api_upstream.empty() ? nlohmann::json() : nlohmann::json(api_upstream);
+    std::cout << report.dump(2) << "\n";
   } else {
     for (const auto& check : checks) {
       const char* mark = check.ok ? "ok  " : (check.required ? "FAIL" : "warn");
@@ -104,6 +107,9 @@ int doctor(bool json) {
       for (const auto& grant : list) shown += (shown.empty() ? "" : ", ") + grant.get<std::string>();
       std::cout << "net   " << phase << ": " << (shown.empty() ? "no network" : "through the egress proxy to " + shown)
                 << "\n";
+    }
+    if (!api_upstream.empty()) {
+      std::cout << "api   worker: the model API through the credential endpoint to " << api_upstream << "\n";
     }
     std::cout << (required_ok ? "the sandbox can be built here\n"
                               : "jobs will be refused until the failures are fixed\n");

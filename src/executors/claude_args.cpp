@@ -147,40 +147,4 @@ std::string build_prompt(const PromptInputs& in) {
   return text;
 }
 
-std::string Endpoint::grant() const {
-  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
-Result<Endpoint> parse_endpoint(const std::string& url) {
-  // Never echo credentials someone put in the URL.
-  const std::string shown = url.find('@') == std::string::npos ? "'" + url + "'" : "(a URL with credentials)";
-  const auto bad = [&](const std::string& why) {
-    return fail(usage_error("[claude] base_url " + shown + " is not usable: " + why,
-                            "set it to an http(s) URL such as https://api.anthropic.com"));
-  };
-  Endpoint endpoint;
-  std::string rest;
-  for (const char* scheme : {"https", "http"}) {
-    const std::string prefix = std::string(scheme) + "://";
-    if (url.size() > prefix.size() && std::equal(prefix.begin(), prefix.end(), url.begin(), [](char a, char b) {
-          return a == std::tolower(static_cast<unsigned char>(b));
-        })) {
-      endpoint.scheme = scheme;
-      rest = url.substr(prefix.size());
-      break;
-    }
-  }
-  if (endpoint.scheme.empty()) return bad("it must start with https:// or http://");
-  rest = rest.substr(0, rest.find_first_of("/?#"));
-  if (rest.find('@') != std::string::npos) return bad("credentials do not belong in the URL");
-  if (rest.empty()) return bad("it names no host");
-  // The same grammar as every grant, so the endpoint's grant is exactly the
-  // destination the worker's requests name.
-  const auto destination = net::parse_destination(rest, endpoint.scheme == "https" ? 443 : 80);
-  if (!destination) return bad(destination.error().what());
-  endpoint.host = destination->host;
-  endpoint.port = destination->port;
-  return endpoint;
-}
-
 }  // namespace mullet::executors::claude

@@ -55,14 +55,4 @@ struct PromptInputs {
 
 std::string build_prompt(const PromptInputs& inputs);
 
-struct Endpoint {
-  std::string scheme;  // http or https
-  std::string host;    // lower case, IPv6 without brackets
-  int port = 0;
-  std::string grant() const;  // host:port as the egress proxy takes it
-};
-
-// An http(s) URL with a host and an optional port; nothing else.
-Result<Endpoint> parse_endpoint(const std::string& url);
-
 }  // namespace mullet::executors::claude

@@ -22,21 +22,6 @@ constexpr int max_depth = 200;
 constexpr std::size_t whole_read_limit = 8U << 20U;
 constexpr off_t max_gitignore_bytes = 1 << 20;
 
-// Opens an entry the worker may have made unreadable: on EACCES, grants the
-// owner read access (through an O_PATH descriptor, never following a symlink)
-// and tries once more. Needed when git-mullet is not root.
-int open_granting_read(int dir_fd, const std::string& name, int flags, mode_t mode_if_denied) {
-  const int fd = ::openat(dir_fd, name.c_str(), flags | O_NOFOLLOW | O_CLOEXEC);
-  if (fd >= 0 || errno != EACCES) return fd;
-  UniqueFd path_only(::openat(dir_fd, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-  if (!path_only) return -1;
-  if (::chmod(("/proc/self/fd/" + std::to_string(path_only.get())).c_str(), mode_if_denied) != 0) {
-    errno = EACCES;
-    return -1;
-  }
-  return ::openat(dir_fd, name.c_str(), flags | O_NOFOLLOW | O_CLOEXEC);
-}
-
 bool stat_before(const struct timespec& a, const struct timespec& b) {
   return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
 }
@@ -182,7 +167,7 @@ class Walker {
       return base_entry(name);
     }
     if (!has_tracked && ignore_safe && ignored(path + "/")) return std::nullopt;
-    UniqueFd child(open_granting_read(dir_fd, name, O_RDONLY | O_DIRECTORY, 0700));
+    UniqueFd child = util::open_granting_access(dir_fd, name, O_RDONLY | O_DIRECTORY, 0700);
     if (!child) throw failure("cannot read directory " + path + " the worker left: " + util::errno_text(errno));
     auto tree = walk(child.get(), path + "/", ignore_safe, depth + 1);
     if (!tree) return std::nullopt;
@@ -207,7 +192,7 @@ class Walker {
            "is larger than " + std::to_string(m_options.max_file_bytes >> 20U) + " MiB (limits.file_mb); left out");
       return std::nullopt;
     }
-    UniqueFd file(open_granting_read(dir_fd, name, O_RDONLY | O_NONBLOCK, (info.st_mode & 0777U) | 0400U));
+    UniqueFd file = util::open_granting_access(dir_fd, name, O_RDONLY | O_NONBLOCK, (info.st_mode & 0777U) | 0400U);
     struct stat opened {};
     if (!file || ::fstat(file.get(), &opened) != 0 || !S_ISREG(opened.st_mode) || opened.st_ino != info.st_ino) {
       // Never turn a file we could not read into a deletion.

@@ -136,4 +136,11 @@ ResolvedApi resolve_claude_api(const config::Settings& settings) {
   return api;
 }
 
+std::string planned_claude_upstream(const config::Settings& settings) {
+  for (const auto& credential : settings.credentials) {
+    if (credential.name == settings.claude.credential) return credential.base_url;
+  }
+  return settings.claude.base_url;
+}
+
 }  // namespace mullet::jobs

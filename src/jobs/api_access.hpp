@@ -27,4 +27,9 @@ struct ResolvedApi {
 // (exit 2) naming what is missing, never the value.
 ResolvedApi resolve_claude_api(const config::Settings& settings);
 
+// The base URL the Claude executor's credential endpoint will forward to,
+// read from the settings alone (no credential is fetched): for plans and
+// `doctor`.
+std::string planned_claude_upstream(const config::Settings& settings);
+
 }  // namespace mullet::jobs

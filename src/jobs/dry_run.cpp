@@ -5,24 +5,13 @@
 #include <optional>
 
 #include "executors/executor.hpp"
+#include "jobs/api_access.hpp"
 #include "jobs/gates.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/phases.hpp"
 #include "jobs/slots.hpp"
 
 namespace mullet::jobs {
-namespace {
-
-// Where a job's credential endpoint would forward, for a plan.
-std::string planned_upstream(const config::Settings& settings) {
-  for (const auto& credential : settings.credentials) {
-    if (credential.name == settings.claude.credential) return credential.base_url;
-  }
-  return settings.claude.base_url;
-}
-
-}  // namespace
-
 std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::Settings& settings,
                                      const std::string& job_id, const std::string& prompt,
                                      const std::vector<config::Gate>& extra_gates) {
@@ -45,7 +34,7 @@ std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::
   auto worker = worker_phase(settings, paths, spec);
   if (spec.uses_api) {
     worker.api.emplace();
-    worker.api->upstream = value_or_throw(net::parse_upstream_url(planned_upstream(settings)));
+    worker.api->upstream = value_or_throw(net::parse_upstream_url(planned_claude_upstream(settings)));
   }
   plans.push_back(plan_for(repo, settings, paths, dirs, worker, worker.grants.empty() ? "" : socket_placeholder,
                            "/tmp/mullet-proxy-XXXXXX/api.sock", uids));

@@ -167,14 +167,7 @@ void remove_children(int dir_fd, const std::string& shown_path) {
     if (::unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT) continue;
     if (errno != EISDIR && errno != EPERM)
       throw failure("cannot remove " + shown_path + "/" + name + ": " + errno_text(errno));
-    UniqueFd child(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!child && errno == EACCES) {
-      // chmod through an O_PATH descriptor of this very directory: a name
-      // swapped for a symlink meanwhile is never followed.
-      UniqueFd path_only(::openat(dir_fd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (path_only) ::chmod(("/proc/self/fd/" + std::to_string(path_only.get())).c_str(), 0700);
-      child.reset(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    }
+    UniqueFd child = open_granting_access(dir_fd, name, O_RDONLY | O_DIRECTORY, 0700);
     if (!child) throw failure("cannot remove " + shown_path + "/" + name + ": " + errno_text(errno));
     ::fchmod(child.get(), 0700);
     remove_children(child.get(), shown_path + "/" + name);
@@ -194,7 +187,7 @@ struct OpenedDir {
   OpenedDir(OpenedDir&&) = default;
   OpenedDir& operator=(OpenedDir&&) = default;
   ~OpenedDir() {
-    if (path_only) ::chmod(("/proc/self/fd/" + std::to_string(path_only.get())).c_str(), mode);
+    if (path_only) chmod_open_path(path_only.get(), mode);
   }
 };
 
@@ -202,12 +195,10 @@ OpenedDir open_walkable(int at_fd, const char* name) {
   OpenedDir dir;
   dir.fd.reset(::openat(at_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (dir.fd || errno != EACCES) return dir;
-  // chmod through an O_PATH descriptor of this very directory: a name
-  // swapped for a symlink meanwhile is never followed.
   UniqueFd path_only(::openat(at_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   struct stat info {};
   if (!path_only || ::fstat(path_only.get(), &info) != 0) return dir;
-  if (::chmod(("/proc/self/fd/" + std::to_string(path_only.get())).c_str(), 0700) != 0) {
+  if (!chmod_open_path(path_only.get(), 0700)) {
     errno = EACCES;
     return dir;
   }
@@ -247,7 +238,7 @@ void strip_one(int dir_fd, const std::string& name, const struct stat& info, con
   if (!entry || ::fstat(entry.get(), &again) != 0 || (again.st_mode & S_IFMT) != (info.st_mode & S_IFMT)) {
     throw failure("cannot clear the setuid/setgid bits of " + shown_path + "/" + name + ": " + errno_text(errno));
   }
-  if (::chmod(("/proc/self/fd/" + std::to_string(entry.get())).c_str(), again.st_mode & 07777 & ~unsafe_bits) != 0) {
+  if (!chmod_open_path(entry.get(), again.st_mode & 07777 & ~unsafe_bits)) {
     throw failure("cannot clear the setuid/setgid bits of " + shown_path + "/" + name + ": " + errno_text(errno));
   }
 }
@@ -263,14 +254,8 @@ void add_usage(int dir_fd, std::uint64_t& total, std::uint64_t stop_after, int d
     if (::fstatat(dir_fd, name, &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
     total += static_cast<std::uint64_t>(info.st_blocks) * 512U;
     if (S_ISDIR(info.st_mode)) {
-      UniqueFd child(::openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (!child && errno == EACCES) {
-        // A directory the writer made unreadable still counts: open it up
-        // (through an O_PATH descriptor, so a swapped-in symlink is not followed).
-        UniqueFd path_only(::openat(dir_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        if (path_only) ::chmod(("/proc/self/fd/" + std::to_string(path_only.get())).c_str(), 0700);
-        child.reset(::openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      }
+      // A directory the writer made unreadable still counts.
+      const UniqueFd child = open_granting_access(dir_fd, entry->name, O_RDONLY | O_DIRECTORY, 0700);
       if (child) add_usage(child.get(), total, stop_after, depth + 1);
     }
   }
@@ -392,33 +377,46 @@ std::string make_temp_dir(const std::string& parent, const std::string& prefix) 
   return pattern;
 }
 
+bool chmod_open_path(int path_fd, mode_t mode) {
+  // chmod() of the descriptor's /proc entry reaches the very inode it was
+  // opened on (fchmod refuses O_PATH descriptors), so a name swapped for a
+  // symlink meanwhile is never followed.
+  return ::chmod(("/proc/self/fd/" + std::to_string(path_fd)).c_str(), mode) == 0;
+}
+
+UniqueFd open_granting_access(int at_fd, const std::string& name, int flags, mode_t mode_if_denied) {
+  UniqueFd opened(::openat(at_fd, name.c_str(), flags | O_NOFOLLOW | O_CLOEXEC));
+  if (opened || errno != EACCES) return opened;
+  const UniqueFd path_only(::openat(at_fd, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!path_only) return opened;
+  if (!chmod_open_path(path_only.get(), mode_if_denied)) {
+    errno = EACCES;
+    return opened;
+  }
+  opened.reset(::openat(at_fd, name.c_str(), flags | O_NOFOLLOW | O_CLOEXEC));
+  return opened;
+}
+
 DirectoryReader::DirectoryReader(int dir_fd) {
   // A descriptor of our own (closedir closes it), close-on-exec unlike dup().
   // It shares the caller's file offset, hence the rewind.
-  const int own = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
-  if (own < 0) {
-    m_error = errno;
-    return;
-  }
-  m_dir = ::fdopendir(own);
-  if (m_dir == nullptr) {
-    m_error = errno;
-    ::close(own);
-    return;
-  }
-  ::rewinddir(m_dir);
+  adopt(::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
+  if (m_dir != nullptr) ::rewinddir(m_dir);
 }
 
 DirectoryReader::DirectoryReader(int at_fd, const std::string& name) {
-  const int own = ::openat(at_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (own < 0) {
+  adopt(::openat(at_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+}
+
+void DirectoryReader::adopt(int own_fd) {
+  if (own_fd < 0) {
     m_error = errno;
     return;
   }
-  m_dir = ::fdopendir(own);
+  m_dir = ::fdopendir(own_fd);
   if (m_dir == nullptr) {
     m_error = errno;
-    ::close(own);
+    ::close(own_fd);
   }
 }
 

@@ -95,6 +95,16 @@ struct DirectoryEntry {
 // warning in the snapshot, or nothing for a /proc entry that vanished); a
 // listing that stops early is never mistaken for a complete one.
 // Allocates: never use it between fork and exec.
+// Changes the mode of the inode `path_fd` (an O_PATH descriptor) is open on,
+// never following a name; false with errno set when it could not.
+bool chmod_open_path(int path_fd, mode_t mode);
+
+// Opens `name` below `at_fd` (O_NOFOLLOW|O_CLOEXEC added to `flags`). An
+// entry its owner (the worker) made unreadable is given `mode_if_denied`
+// first and opened once more: needed when git-mullet is not root. An empty
+// descriptor, with errno set, when it cannot be opened.
+UniqueFd open_granting_access(int at_fd, const std::string& name, int flags, mode_t mode_if_denied);
+
 class DirectoryReader {
  public:
   // Reads the directory `dir_fd` is open on (O_RDONLY|O_DIRECTORY), from its
@@ -121,6 +131,8 @@ class DirectoryReader {
   int error() const { return m_error; }
 
  private:
+  // Takes `own_fd` (or the errno of its failed opening, when negative).
+  void adopt(int own_fd);
   void close() noexcept;
   DIR* m_dir = nullptr;
   int m_error = 0;

@@ -166,18 +166,25 @@ echo "2.0.0 (Claude Code)"
 
 test_doctor_shows_each_phases_grants() {
   mkdir -p "$XDG_CONFIG_HOME/git-mullet"
-  # The default worker, Claude Code, is granted its API endpoint and nothing else.
+  # The default worker, Claude Code, has no grant: it reaches its model API
+  # only through the credential endpoint.
   printf '[network]\nsetup = ["registry.example:443"]\n' >"$XDG_CONFIG_HOME/git-mullet/config.toml"
   expect_exit 0 git mullet doctor
   assert_contains "$OUT" "setup: through the egress proxy to registry.example:443"
-  assert_contains "$OUT" "worker: through the egress proxy to api.anthropic.com:443"
+  assert_contains "$OUT" "worker: no network"
+  assert_not_contains "$OUT" "egress proxy to api.anthropic.com"
+  assert_contains "$OUT" "api   worker: the model API through the credential endpoint to https://api.anthropic.com"
   assert_contains "$OUT" "gates: no network"
+  expect_exit 0 git mullet doctor --json
+  python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["grants"]["worker"]==[] and d["api"]=="https://api.anthropic.com", d' "$OUT" ||
+    fail "doctor --json does not show the model API apart from the grants"
   printf '[run]\nexecutor = "command"\n[network]\nsetup = ["registry.example:443"]\n' \
     >"$XDG_CONFIG_HOME/git-mullet/config.toml"
   expect_exit 0 git mullet doctor
   assert_contains "$OUT" "worker: no network"
+  assert_not_contains "$OUT" "credential endpoint"
   expect_exit 0 git mullet doctor --json
-  python3 -c 'import json,sys; g=json.loads(sys.argv[1])["grants"]; assert g["setup"]==["registry.example:443"] and g["worker"]==[] and g["gates"]==[], g' "$OUT" ||
+  python3 -c 'import json,sys; d=json.loads(sys.argv[1]); g=d["grants"]; assert g["setup"]==["registry.example:443"] and g["worker"]==[] and g["gates"]==[] and d["api"] is None, d' "$OUT" ||
     fail "doctor --json lacks the grants"
   rm -f "$XDG_CONFIG_HOME/git-mullet/config.toml"
 }
