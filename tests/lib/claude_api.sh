@@ -139,10 +139,10 @@ result_tree() {
   git ls-tree -r --name-only "$result"
 }
 result_has() {
-  result_tree | grep -qxF "$1" || fail "$1 is not in the result (files: $(result_tree | tr '\n' ' ')); job: $JOB_JSON"
+  result_tree | grep -xF "$1" >/dev/null || fail "$1 is not in the result (files: $(result_tree | tr '\n' ' ')); job: $JOB_JSON"
 }
 result_lacks() {
-  if result_tree | grep -qxF "$1"; then fail "$1 is in the result"; fi
+  if result_tree | grep -xF "$1" >/dev/null; then fail "$1 is in the result"; fi
 }
 
 # denied_commands: the Bash commands of the report's permission_denials.

@@ -6,6 +6,9 @@
 # and `git mullet` resolving to the binary under test ($MULLET_BIN).
 # Output is TAP-like, and the last line is "N passed, N failed".
 set -uo pipefail
+# With pipefail, never end a pipeline in `grep -q`: grep leaves at the first
+# match, the writer dies of SIGPIPE, and the pipeline "fails" exactly when
+# the pattern was found. Send grep's output to /dev/null instead.
 
 : "${MULLET_BIN:?set MULLET_BIN to the git-mullet binary under test}"
 HARNESS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -148,14 +148,14 @@ EOF2
   upstream_keys="$(jq -rs '[.[].headers[] | select(.[0] | ascii_downcase == "x-api-key") | .[1]] | unique | join(",")' "$API_LOG")"
   assert_eq "$upstream_keys" "$key" "the key upstream"
   # (The probe's made-up sentinel, all zeros, is in the conversation.)
-  if grep -oE 'sk-mullet-[0-9a-f]{32}' "$API_LOG" | grep -qv 'sk-mullet-0\{32\}'; then
+  if grep -oE 'sk-mullet-[0-9a-f]{32}' "$API_LOG" | grep -v 'sk-mullet-0\{32\}' >/dev/null; then
     fail "this job's sentinel reached the upstream"
   fi
   assert_eq "$(jq -s '[.[] | select(.body == {})] | length' "$API_LOG")" 0 "refused requests upstream"
   # The record and the job's files hold neither the key nor the sentinel's use.
-  if git mullet show --json "$JOB" | grep -qF "$key"; then fail "the key is in the record"; fi
+  if git mullet show --json "$JOB" | grep -F "$key" >/dev/null; then fail "the key is in the record"; fi
   if grep -rqF "$key" "$(job_dir "$JOB")" 2>/dev/null; then fail "the key is in the job's directory"; fi
-  if git show "refs/mullet/jobs/$JOB:events.jsonl" | grep -qF "$key"; then fail "the key is in the events"; fi
+  if git show "refs/mullet/jobs/$JOB:events.jsonl" | grep -F "$key" >/dev/null; then fail "the key is in the events"; fi
 }
 
 test_the_budget_is_what_the_endpoint_measured() {

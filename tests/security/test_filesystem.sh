@@ -144,7 +144,7 @@ finish"
   # Modes of what existed before are unchanged (no chmod from inside).
   local line
   while IFS= read -r line; do
-    printf '%s\n' "$objects_after" | grep -qxF -- "$line" || fail "user object store entry changed: $line"
+    printf '%s\n' "$objects_after" | grep -xF -- "$line" >/dev/null || fail "user object store entry changed: $line"
   done <<<"$objects_before"
 }
 
@@ -174,7 +174,7 @@ finish"
   assert_absent "/dev/shm/$m"
   assert_absent "$TEST_ROOT/$m"
   assert_absent "$PWD/../$m"
-  if find "${TMPDIR:-/tmp}" /tmp -maxdepth 3 -name "$m" 2>/dev/null | grep -q .; then
+  if [ -n "$(find "${TMPDIR:-/tmp}" /tmp -maxdepth 3 -name "$m" 2>/dev/null)" ]; then
     fail "$m appeared on the host: $(find "${TMPDIR:-/tmp}" /tmp -maxdepth 3 -name "$m" 2>/dev/null | head -n 3)"
   fi
 }

@@ -186,7 +186,7 @@ finish"
   local result
   result="$(json_field "$(git mullet show --json "$job_b")" result)"
   assert_eq "$(git cat-file blob "$result:b-file")" b "b-file in job B's result"
-  if git ls-tree -r --name-only "$result" | grep -q planted; then
+  if git ls-tree -r --name-only "$result" | grep planted >/dev/null; then
     fail "job B's result holds a file planted by job A: $(git ls-tree -r --name-only "$result" | grep planted)"
   fi
   # The plan says which uid a job will run as before it has one.

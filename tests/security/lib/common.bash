@@ -125,7 +125,7 @@ sec_assert_all_denied() {
     sec_show
     fail "the worker never reached the end of its attack script"
   fi
-  if printf '%s\n' "$LOG" | grep -q '^ATTACK-OK '; then
+  if printf '%s\n' "$LOG" | grep '^ATTACK-OK ' >/dev/null; then
     sec_show
     fail "attack(s) succeeded: $(printf '%s\n' "$LOG" | grep '^ATTACK-OK ' | tr '\n' ';')"
   fi
@@ -174,13 +174,13 @@ sec_job_dir() {
 # log).
 sec_assert_secret_nowhere() {
   local secret="$1"
-  if printf '%s' "$LOG" | grep -qF -- "$secret"; then
+  if printf '%s' "$LOG" | grep -F -- "$secret" >/dev/null; then
     sec_show
     fail "the secret is in the worker's output (git mullet log $JOB)"
   fi
   assert_not_contains "$JOB_JSON" "$secret" "the job record"
   assert_not_contains "$(git mullet show --json "$JOB")" "$secret" "git mullet show"
-  if git cat-file --batch-all-objects --batch --unordered 2>/dev/null | grep -qaF -- "$secret"; then
+  if git cat-file --batch-all-objects --batch --unordered 2>/dev/null | grep -aF -- "$secret" >/dev/null; then
     fail "the secret is in an object of the repository (result or record of job $JOB)"
   fi
   local dir
