@@ -294,7 +294,7 @@ std::string find_bwrap() {
   throw refused_error("git-mullet runs workers only on Linux, inside bubblewrap; this platform is not supported",
                       "run git-mullet on a Linux machine; there is no unsandboxed mode");
 #endif
-  const std::string found = util::find_in_path("bwrap", util::host_path());
+  std::string found = util::find_in_path("bwrap", util::host_path());
   if (found.empty()) {
     throw refused_error("bubblewrap (bwrap) is not installed, so no sandbox can be built; nothing was run",
                         "install it: apt-get install bubblewrap (there is no unsandboxed mode)");

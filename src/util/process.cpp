@@ -335,7 +335,7 @@ std::string find_in_path(const std::string& program, const std::string& path_val
   if (program.find('/') != std::string::npos) return program;
   for (const auto& dir : split(path_value, ':')) {
     if (dir.empty()) continue;
-    const std::string candidate = dir + "/" + program;
+    std::string candidate = dir + "/" + program;
     struct stat info {};
     if (::stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode) && ::access(candidate.c_str(), X_OK) == 0) {
       return candidate;
