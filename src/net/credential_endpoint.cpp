@@ -1198,8 +1198,9 @@ void CredentialEndpoint::Impl::hold(double usd) {
 void CredentialEndpoint::Impl::exhaust(const std::string& why) {
   const std::lock_guard lock(m_mutex);
   if (m_unaffordable.empty()) m_unaffordable = why;
-  if (!m_exhausted.load())
+  if (!m_exhausted.load()) {
     spdlog::info("{}: the budget of {} cannot pay for a request: {}", who, dollars(options.budget_usd), why);
+  }
   m_exhausted = true;
 }
 
@@ -1235,7 +1236,9 @@ void CredentialEndpoint::Impl::finish(ApiRequestRecord record, bool metered_rout
   if (record.cap && record.cap->verdict == RequestCap::Verdict::forward) {
     // Its hold ends: from now on what it cost is counted instead.
     m_held_usd = --m_holds == 0 ? 0 : std::max(0.0, m_held_usd - record.cap->most_usd);
-    if (record.cap->max_tokens_forwarded < record.cap->max_tokens_requested) ++m_totals.max_tokens_lowered;
+    const auto& asked = record.cap->max_tokens_requested;
+    const auto& forwarded = record.cap->max_tokens_forwarded;
+    if (asked && forwarded && *forwarded < *asked) ++m_totals.max_tokens_lowered;
   }
   if (record.bytes_up > 0) m_totals.bytes_up[destination] += record.bytes_up;
   m_totals.bytes_down += record.bytes_down;
