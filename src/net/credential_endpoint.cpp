@@ -270,18 +270,21 @@ std::string hint_for(ApiOutcome outcome) {
 }
 
 nlohmann::json to_json(const ApiRequestRecord& record) {
-  return {{"time", record.time},         {"method", record.method},          {"path", record.path},
-          {"model", record.model},       {"usage", to_json(record.usage)},   {"usage_found", record.usage_found},
-          {"cost_usd", record.cost_usd}, {"priced_by", record.priced_by},    {"status", record.status},
-          {"bytes_up", record.bytes_up}, {"bytes_down", record.bytes_down},  {"outcome", to_string(record.outcome)},
-          {"reason", record.reason},     {"duration_ms", record.duration_ms}};
+  nlohmann::json json = {
+      {"time", record.time},         {"method", record.method},          {"path", record.path},
+      {"model", record.model},       {"usage", to_json(record.usage)},   {"usage_found", record.usage_found},
+      {"cost_usd", record.cost_usd}, {"priced_by", record.priced_by},    {"status", record.status},
+      {"bytes_up", record.bytes_up}, {"bytes_down", record.bytes_down},  {"outcome", to_string(record.outcome)},
+      {"reason", record.reason},     {"duration_ms", record.duration_ms}};
+  if (record.cap) json["cap"] = to_json(*record.cap);
+  return json;
 }
 
 nlohmann::json to_json(const ApiTotals& totals) {
-  auto json =
-      nlohmann::json{{"requests", totals.requests},    {"forwarded", totals.forwarded}, {"refused", totals.refused},
-                     {"usage", to_json(totals.usage)}, {"cost_usd", totals.cost_usd},   {"bytes_up", totals.bytes_up},
-                     {"bytes_down", totals.bytes_down}};
+  auto json = nlohmann::json{{"requests", totals.requests},     {"forwarded", totals.forwarded},
+                             {"refused", totals.refused},       {"usage", to_json(totals.usage)},
+                             {"cost_usd", totals.cost_usd},     {"bytes_up", totals.bytes_up},
+                             {"bytes_down", totals.bytes_down}, {"max_tokens_lowered", totals.max_tokens_lowered}};
   if (totals.last_failure) {
     json["last_failure"] = {{"outcome", to_string(*totals.last_failure)}, {"reason", totals.last_failure_reason}};
   }
@@ -313,6 +316,18 @@ class CredentialEndpoint::Impl {
   void finish(ApiRequestRecord record, bool metered_route, bool complete);
   // The message a request gets once the budget is spent; nullopt before.
   std::optional<std::string> budget_refusal() const;
+  // What a new request may spend: the budget less what is spent (`unheld`),
+  // and less what requests in flight may still cost (`usd`).
+  struct Headroom {
+    double usd = 0;
+    double unheld_usd = 0;
+    bool others_in_flight = false;
+  };
+  Headroom headroom() const;
+  // A forwarded request may cost up to `usd` until its record is finished.
+  void hold(double usd);
+  // A request the budget cannot pay for: forward nothing more.
+  void exhaust(const std::string& why);
   bool budget_exhausted() const { return m_exhausted.load(); }
   std::vector<ApiRequestRecord> records() const {
     const std::lock_guard lock(m_mutex);
@@ -341,7 +356,10 @@ class CredentialEndpoint::Impl {
   mutable std::mutex m_mutex;
   std::deque<ApiRequestRecord> m_records;
   ApiTotals m_totals;
-  std::string m_unmeasured;  // why the budget cannot be enforced, once it cannot
+  std::string m_unmeasured;    // why the budget cannot be enforced, once it cannot
+  std::string m_unaffordable;  // the request the budget could not pay for, once there was one
+  double m_held_usd = 0;       // cost caps of the requests in flight
+  std::size_t m_holds = 0;
   // The job's measured cost (m_mutex held).
   double spent() const { return options.spent_before_usd + m_totals.cost_usd; }
   std::atomic<bool> m_exhausted{false};
@@ -602,6 +620,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (const auto refusal = m_endpoint.budget_refusal()) {
       return refuse(402, "billing_error", ApiOutcome::budget, *refusal);
     }
+    if (!cap_to_budget()) return;
     UsageMeter request_model(false);
     request_model.feed(m_body);
     m_request_model = request_model.model();
@@ -625,6 +644,51 @@ class Session : public std::enable_shared_from_this<Session> {
           for (const auto& entry : results) endpoints.push_back(entry.endpoint());
           self->connect_to(endpoints);
         });
+  }
+
+  // Under a budget, a metered request may cost at most what remains of it
+  // (net/request_cap.hpp): refused, or forwarded with its max_tokens lowered
+  // and its cost cap held. False when it was refused.
+  bool cap_to_budget() {
+    if (!m_metered || m_options.budget_usd <= 0) return true;
+    const auto dialect =
+        m_record.path.ends_with("/chat/completions") ? ApiDialect::chat_completions : ApiDialect::messages;
+    const auto headroom = m_endpoint.headroom();
+    auto cap = cap_request(m_body, dialect, headroom.usd, m_options.prices);
+    if (cap.verdict == RequestCap::Verdict::unaffordable && headroom.others_in_flight &&
+        cap_request(m_body, dialect, headroom.unheld_usd, m_options.prices).verdict == RequestCap::Verdict::forward) {
+      // Room may come back when the requests in flight end.
+      m_record.cap = std::move(cap);
+      refuse(429, "rate_limit_error", ApiOutcome::budget,
+             "requests in flight may spend what remains of this job's API budget: " + m_record.cap->reason +
+                 "; try again when they have ended",
+             true);
+      return false;
+    }
+    auto body = std::move(cap.body);
+    cap.body.reset();
+    m_record.cap = cap;
+    switch (cap.verdict) {
+      case RequestCap::Verdict::malformed:
+        refuse(400, "invalid_request_error", ApiOutcome::malformed, cap.reason);
+        return false;
+      case RequestCap::Verdict::unaffordable:
+        m_endpoint.exhaust(cap.reason);
+        refuse(402, "billing_error", ApiOutcome::budget, m_endpoint.budget_refusal().value_or(cap.reason));
+        return false;
+      case RequestCap::Verdict::forward: break;
+    }
+    if (body) {
+      auto& buffered = m_endpoint.buffered_request_bytes;
+      buffered -= m_reserved;
+      m_body = std::move(*body);
+      m_reserved = m_body.size();
+      buffered += m_reserved;
+      spdlog::debug("{}: {} {}: max_tokens lowered from {} to {}", who, m_request.method, m_record.path,
+                    cap.max_tokens_requested.value_or(0), cap.max_tokens_forwarded.value_or(0));
+    }
+    m_endpoint.hold(cap.most_usd);
+    return true;
   }
 
   void connect_to(const std::vector<tcp::endpoint>& endpoints) {
@@ -1119,9 +1183,34 @@ void CredentialEndpoint::Impl::refuse_at_capacity(unix_stream::socket socket) {
   socket.close(ignored);
 }
 
+CredentialEndpoint::Impl::Headroom CredentialEndpoint::Impl::headroom() const {
+  const std::lock_guard lock(m_mutex);
+  const double unheld = options.budget_usd - spent();
+  return {unheld - m_held_usd, unheld, m_holds > 0};
+}
+
+void CredentialEndpoint::Impl::hold(double usd) {
+  const std::lock_guard lock(m_mutex);
+  m_held_usd += usd;
+  ++m_holds;
+}
+
+void CredentialEndpoint::Impl::exhaust(const std::string& why) {
+  const std::lock_guard lock(m_mutex);
+  if (m_unaffordable.empty()) m_unaffordable = why;
+  if (!m_exhausted.load()) {
+    spdlog::info("{}: the budget of {} cannot pay for a request: {}", who, dollars(options.budget_usd), why);
+  }
+  m_exhausted = true;
+}
+
 std::optional<std::string> CredentialEndpoint::Impl::budget_refusal() const {
   if (!m_exhausted.load()) return std::nullopt;
   const std::lock_guard lock(m_mutex);
+  if (!m_unaffordable.empty() && m_unmeasured.empty()) {
+    return "this job's API budget of " + dollars(options.budget_usd) + " cannot pay for a further request (" +
+           m_unaffordable + "; " + dollars(spent()) + " measured), so no further requests are forwarded";
+  }
   if (!m_unmeasured.empty()) {
     return "this job's API budget of " + dollars(options.budget_usd) + " cannot be enforced (" + m_unmeasured +
            "), so no further requests are forwarded";
@@ -1144,6 +1233,13 @@ void CredentialEndpoint::Impl::finish(ApiRequestRecord record, bool metered_rout
   }
   m_totals.usage += record.usage;
   m_totals.cost_usd += record.cost_usd;
+  if (record.cap && record.cap->verdict == RequestCap::Verdict::forward) {
+    // Its hold ends: from now on what it cost is counted instead.
+    m_held_usd = --m_holds == 0 ? 0 : std::max(0.0, m_held_usd - record.cap->most_usd);
+    const auto& asked = record.cap->max_tokens_requested;
+    const auto& forwarded = record.cap->max_tokens_forwarded;
+    if (asked && forwarded && *forwarded < *asked) ++m_totals.max_tokens_lowered;
+  }
   if (record.bytes_up > 0) m_totals.bytes_up[destination] += record.bytes_up;
   m_totals.bytes_down += record.bytes_down;
   if (options.budget_usd > 0) {

@@ -29,9 +29,17 @@
 // not hide its cost: the endpoint reads every answer to its end and meters
 // it. Without the sentinel it learns nothing but that the endpoint is there.
 //
-// The budget is checked before each request is forwarded, so requests in
-// flight when it is reached still complete: the job's cost can exceed the
-// budget by what those requests cost. A successful answer on a metered route
+// Under a budget, no single request may cost more than what remains of it
+// (net/request_cap.hpp): a metered request whose estimated input alone would
+// cost more is refused, and its max_tokens is lowered to what the rest
+// affords at the model's output rate. What a request forwarded may cost at
+// most (its cost cap) is held until its answer has been metered, so requests
+// in flight together stay within the budget: one that the others' holds
+// leave no room for gets 429 (retry later), and only one that the budget
+// itself cannot pay for ends forwarding, with 402. With honest upstreams the
+// job thus ends within its budget, give or take the input estimate; an
+// upstream that reports more usage than it was allowed is still metered, and
+// ends forwarding after that answer. A successful answer on a metered route
 // whose usage cannot be read, under a budget, also ends forwarding: a budget
 // that cannot be measured is not enforced by guessing.
 #pragma once
@@ -51,6 +59,7 @@
 #include "net/api_usage.hpp"
 #include "net/grant.hpp"
 #include "net/http_head.hpp"
+#include "net/request_cap.hpp"
 #include "util/error.hpp"
 
 namespace mullet::net {
@@ -184,13 +193,17 @@ struct ApiRequestRecord {
   ApiOutcome outcome = ApiOutcome::forwarded;
   std::string reason;  // why, in a few words
   std::int64_t duration_ms = 0;
+  // Under a budget, a metered request's cap (its body dropped): estimated
+  // input, max_tokens asked and forwarded, the most it may cost.
+  std::optional<RequestCap> cap;
 };
 nlohmann::json to_json(const ApiRequestRecord& record);
 
 struct ApiTotals {
-  std::uint64_t requests = 0;   // requests ended (every record)
-  std::uint64_t forwarded = 0;  // answered by the upstream
-  std::uint64_t refused = 0;    // answered by the endpoint itself, not for an upstream failure
+  std::uint64_t requests = 0;            // requests ended (every record)
+  std::uint64_t forwarded = 0;           // answered by the upstream
+  std::uint64_t refused = 0;             // answered by the endpoint itself, not for an upstream failure
+  std::uint64_t max_tokens_lowered = 0;  // requests forwarded with a lower max_tokens than asked
   TokenUsage usage;
   double cost_usd = 0;  // measured here (spent_before_usd not included)
   // By destination ("api.anthropic.com:443"): what the sandbox sent out

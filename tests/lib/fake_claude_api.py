@@ -4,6 +4,7 @@ Code CLI in the test suites (python3 standard library only).
 
     fake_claude_api.py serve --port-file FILE --log FILE [--script FILE] [--never-structured]
                              [--tls-cert FILE --tls-key FILE] [--usage JSON] [--model NAME]
+                             [--honest]
     fake_claude_api.py results LOG        every tool_result the CLI sent back, as JSON lines
                                           {"id", "is_error", "text"}, first seen first
 
@@ -16,6 +17,9 @@ Messages API usage counts reported in every answer (message_start carries it
 with output_tokens 1, message_delta its output_tokens); by default 100 input
 and 20 output tokens. --model is the model every answer names (by default,
 the one the request asked for), so a test knows the price it is metered at.
+--usage's output_tokens are reported whatever the request's max_tokens (a
+lying upstream); with --honest, an answer reports at most the request's
+max_tokens output tokens, as the real API does.
 
 The script (read again at every request, so it may be written after the
 server started) is a JSON list of turns; a turn is a list of blocks:
@@ -67,6 +71,7 @@ class Server(ThreadingHTTPServer):
         self.usage = dict(USAGE, output_tokens=20)
         self.usage.update(json.loads(args.usage) if args.usage else {})
         self.model = args.model
+        self.honest = args.honest
         self.lock = threading.Lock()
         self.numbers = itertools.count(1)
 
@@ -152,6 +157,9 @@ class Handler(BaseHTTPRequestHandler):
         self.stream(body, n, turn, blocks)
 
     def stream(self, body, n, turn, blocks):
+        output_tokens = self.server.usage["output_tokens"]
+        if self.server.honest and isinstance(body.get("max_tokens"), int):
+            output_tokens = min(output_tokens, body["max_tokens"])
         message_id = "msg_%03d_%s" % (n, uuid.uuid4().hex[:16])
         out = [sse("message_start", {"type": "message_start", "message": {
             "id": message_id, "type": "message", "role": "assistant", "model": self.server.model or body.get("model") or "claude-test",
@@ -173,7 +181,7 @@ class Handler(BaseHTTPRequestHandler):
                     "type": "text_delta", "text": block.get("text", "")}}))
             out.append(sse("content_block_stop", {"type": "content_block_stop", "index": index}))
         out.append(sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                                         "usage": {"output_tokens": self.server.usage["output_tokens"]}}))
+                                         "usage": {"output_tokens": output_tokens}}))
         out.append(sse("message_stop", {"type": "message_stop"}))
         data = b"".join(out)
         self.send_response(200)
@@ -244,6 +252,7 @@ def main():
     s.add_argument("--tls-key")
     s.add_argument("--usage")
     s.add_argument("--model")
+    s.add_argument("--honest", action="store_true")
     r = sub.add_parser("results")
     r.add_argument("log")
     args = parser.parse_args()

@@ -185,6 +185,81 @@ test_the_budget_is_what_the_endpoint_measured() {
   result_lacks file-8
 }
 
+# The forwarded /v1/messages requests of the worker's conversation (those
+# with tools) in the record, and in the upstream's log, as JSON lists.
+conversation_records() {
+  json_get "$JOB_JSON" '[.phases[0].api.requests[] | select(.outcome == "forwarded" and .path == "/v1/messages")]'
+}
+upstream_conversation() {
+  jq -s '[.[] | select((.path | test("^/v1/messages([?]|$)")) and .body.tools != null)]' "$API_LOG"
+}
+
+test_no_single_request_blows_the_budget() {
+  scratch
+  export MY_VAULT_KEY="$(new_key)"
+  # Ten million output tokens reported by the first answer would cost far
+  # more than $1. The endpoint lowers max_tokens to what $1 affords after the
+  # request's estimated input, and the honest upstream reports no more than
+  # that: the job ends at its budget, not past it.
+  tls_api "$(many_writes 8)" --usage '{"output_tokens": 10000000}' --honest
+  credential_config "" "$CA_DIR/ca.pem" 'cost_usd = 1'
+  new_repo repo
+  cd repo
+  run_job -m "write eight files"
+  expect_job 1
+  assert_eq "$(json_get "$JOB_JSON" '.phases[0].ended_by')" budget "how the worker ended"
+  assert_contains "$(json_field "$JOB_JSON" error)" "limits.cost_usd" "the error names the limit"
+  local records upstream asked forwarded
+  records="$(conversation_records)"
+  upstream="$(upstream_conversation)"
+  assert_eq "$(jq length <<<"$records")" "$(jq length <<<"$upstream")" "forwarded requests and what the upstream saw"
+  asked="$(jq '.[0].cap.max_tokens_asked' <<<"$records")"
+  forwarded="$(jq '.[0].cap.max_tokens_forwarded' <<<"$records")"
+  # What the upstream got is what the record says was forwarded, below what
+  # Claude Code asked.
+  assert_eq "$(jq '.[0].body.max_tokens' <<<"$upstream")" "$forwarded" "max_tokens upstream"
+  [ "$forwarded" -lt "$asked" ] || fail "max_tokens forwarded ($forwarded) is not below what Claude Code asked ($asked)"
+  assert_eq "$(jq '.[0].usage.output_tokens' <<<"$records")" "$forwarded" "the first answer's output (honest)"
+  assert_eq "$(json_get "$JOB_JSON" '.phases[0].api.totals.max_tokens_lowered > 0')" true "requests lowered"
+  # The cost: at most the limit, and short of it by less than one answer's
+  # capped output.
+  local cost largest
+  cost="$(json_get "$JOB_JSON" .cost_usd)"
+  largest="$(jq '[.[].cap.cost_cap_usd] | max' <<<"$records")"
+  assert_eq "$(jq -n --argjson c "$cost" '$c <= 1')" true "the cost ($cost) is within the limit"
+  assert_eq "$(jq -n --argjson c "$cost" --argjson l "$largest" '1 - $c < $l')" true \
+    "the cost ($cost) is within one capped answer (\$$largest) of the limit"
+  assert_eq "$(json_get "$JOB_JSON" '[.phases[0].api.requests[] | select(.outcome == "budget") | .status] | unique')" \
+    '[402]' "the refusal that ended it"
+}
+
+test_an_upstream_that_reports_more_than_it_was_allowed_is_still_metered() {
+  scratch
+  export MY_VAULT_KEY="$(new_key)"
+  # A lying (or broken) upstream reports ten million output tokens whatever
+  # max_tokens said: that answer cannot be stopped, but it is charged, and
+  # nothing goes upstream after it.
+  tls_api "$(many_writes 8)" --usage '{"output_tokens": 10000000}'
+  credential_config "" "$CA_DIR/ca.pem" 'cost_usd = 1'
+  new_repo repo
+  cd repo
+  run_job -m "write eight files"
+  expect_job 1
+  assert_eq "$(json_get "$JOB_JSON" '.phases[0].ended_by')" budget "how the worker ended"
+  local records upstream
+  records="$(conversation_records)"
+  upstream="$(upstream_conversation)"
+  assert_eq "$(jq length <<<"$upstream")" 1 "conversation requests upstream"
+  assert_eq "$(jq length <<<"$records")" 1 "conversation requests forwarded"
+  assert_eq "$(jq '.[0].usage.output_tokens' <<<"$records")" 10000000 "the output it reported"
+  [ "$(jq '.[0].body.max_tokens' <<<"$upstream")" -lt "$(jq '.[0].cap.max_tokens_asked' <<<"$records")" ] ||
+    fail "max_tokens was not lowered: $(jq -c '.[0].cap' <<<"$records")"
+  # Charged in full: the meter believes the usage, not the cap.
+  assert_eq "$(json_get "$JOB_JSON" '.cost_usd > 1')" true "the cost ($(json_get "$JOB_JSON" .cost_usd)) is what was reported"
+  assert_eq "$(json_get "$JOB_JSON" '.cost_usd')" "$(jq '.[0].cost_usd' <<<"$records")" "the job's cost"
+  result_lacks file-2
+}
+
 test_an_upstream_that_is_down_or_unverified_is_named_fast() {
   scratch
   export MY_VAULT_KEY="$(new_key)"

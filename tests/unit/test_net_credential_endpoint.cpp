@@ -1316,3 +1316,151 @@ TEST_CASE("credential endpoint: interim answers are skipped, however the heads a
   reader.read_to_end();
   CHECK(reader.body() == "ok");
 }
+
+// ---------------------------------------------------------------------------
+// No single request costs more than the budget has left (net/request_cap.hpp).
+
+namespace {
+
+// $1 a million input tokens, $10 a million output tokens.
+void test_model_budget(CredentialEndpointOptions& options, double budget) {
+  options.prices.set("test-model*", {{1, 10, 1.25, 2, 0.1, 0}, 0, {}, std::nullopt});
+  options.budget_usd = budget;
+}
+
+std::string capped_body(std::uint64_t max_tokens, const std::string& text = "hi") {
+  return nlohmann::json{{"model", "test-model-1"},
+                        {"max_tokens", max_tokens},
+                        {"stream", true},
+                        {"messages", {{{"role", "user"}, {"content", text}}}}}
+      .dump();
+}
+
+std::string body_of(const Exchange& exchange) {
+  return exchange.body;
+}
+
+}  // namespace
+
+TEST_CASE("credential endpoint: under a budget, max_tokens goes upstream lowered, and the record shows both") {
+  TestUpstream upstream(nullptr);
+  // Each answer: 100 input and 1,000 output tokens, $0.0101.
+  upstream.answer_with([](const Exchange&) { return whole_stream(answer_events("test-model-1", 100, 1000, "ok")); });
+  Endpoint endpoint("http://127.0.0.1:" + std::to_string(upstream.port()), "",
+                    [](CredentialEndpointOptions& options) { test_model_budget(options, 0.1); });
+  const auto first = ask(endpoint.socket_path, post("/v1/messages", {endpoint.key_header()}, capped_body(64'000)));
+  CHECK(first.status == 200);
+  auto exchanges = upstream.exchanges();
+  REQUIRE(exchanges.size() == 1);
+  const auto sent = nlohmann::json::parse(body_of(exchanges[0]));
+  const auto forwarded = sent["max_tokens"].get<std::uint64_t>();
+  CHECK(forwarded < 10'000u);  // $0.10 at $10 a million, less the input
+  CHECK(forwarded > 9'900u);
+  CHECK(exchanges[0].head.find("Content-Length: " + std::to_string(exchanges[0].body.size()) + "\r\n") !=
+        std::string::npos);
+  auto records = endpoint.records(1);
+  REQUIRE(records.size() == 1);
+  REQUIRE(records[0].cap);
+  CHECK(records[0].cap->max_tokens_requested == 64'000u);
+  CHECK(records[0].cap->max_tokens_forwarded == forwarded);
+  CHECK(records[0].cap->estimated_input_tokens > 0);
+  const auto json = mullet::net::to_json(records[0]);
+  CHECK(json["cap"]["max_tokens_asked"] == 64'000);
+  CHECK(json["cap"]["max_tokens_forwarded"] == forwarded);
+  CHECK(endpoint.endpoint->totals().max_tokens_lowered == 1);
+  CHECK(mullet::net::to_json(endpoint.endpoint->totals())["max_tokens_lowered"] == 1);
+
+  // A request asking for less than the rest affords goes byte for byte.
+  const auto small = capped_body(100);
+  CHECK(ask(endpoint.socket_path, post("/v1/messages", {endpoint.key_header()}, small)).status == 200);
+  exchanges = upstream.exchanges();
+  REQUIRE(exchanges.size() == 2);
+  CHECK(exchanges[1].body == small);
+  CHECK(endpoint.endpoint->totals().max_tokens_lowered == 1);
+
+  // Input the rest cannot pay for (some 100,000 tokens, $0.10): refused, and
+  // the budget is done.
+  const auto large = ask(endpoint.socket_path,
+                         post("/v1/messages", {endpoint.key_header()}, capped_body(10, std::string(200'000, 'a'))));
+  CHECK(large.status == 402);
+  CHECK(large.json["error"]["type"] == "billing_error");
+  CHECK(large.head.find("\r\nx-should-retry: false\r\n") != std::string::npos);
+  const auto message = large.json["error"]["message"].get<std::string>();
+  CHECK(message.find("cannot pay for a further request") != std::string::npos);
+  CHECK(message.find("its input (about 100") != std::string::npos);
+  CHECK(endpoint.endpoint->budget_exhausted());
+  CHECK(upstream.exchanges().size() == 2);
+  records = endpoint.records(3);
+  CHECK(records[2].outcome == ApiOutcome::budget);
+  REQUIRE(records[2].cap);
+  CHECK(records[2].cap->verdict == mullet::net::RequestCap::Verdict::unaffordable);
+  CHECK(ask(endpoint.socket_path, post("/v1/messages", {endpoint.key_header()}, small)).status == 402);
+  CHECK(upstream.exchanges().size() == 2);
+}
+
+TEST_CASE("credential endpoint: under a budget, a body that cannot be capped is refused, the budget left alone") {
+  TestUpstream upstream(nullptr);
+  Endpoint endpoint("http://127.0.0.1:" + std::to_string(upstream.port()), "",
+                    [](CredentialEndpointOptions& options) { test_model_budget(options, 1); });
+  for (const std::string body : {"not json", R"({"model": "test-model-1", "messages": []})"}) {
+    CAPTURE(body);
+    const auto reply = ask(endpoint.socket_path, post("/v1/messages", {endpoint.key_header()}, body));
+    CHECK(reply.status == 400);
+    CHECK(reply.json["error"]["type"] == "invalid_request_error");
+  }
+  CHECK_FALSE(endpoint.endpoint->budget_exhausted());
+  // Free routes are not capped.
+  CHECK(ask(endpoint.socket_path, post("/v1/messages/count_tokens", {endpoint.key_header()}, "not json")).status ==
+        200);
+  CHECK(upstream.exchanges().size() == 1);
+  const auto records = endpoint.records(3);
+  CHECK(records[0].outcome == ApiOutcome::malformed);
+  CHECK(records[1].reason.find("max_tokens is missing") != std::string::npos);
+  // Without a budget, nothing is read or changed.
+  Endpoint unbudgeted("http://127.0.0.1:" + std::to_string(upstream.port()), "");
+  CHECK(ask(unbudgeted.socket_path, post("/v1/messages", {unbudgeted.key_header()}, "not json")).status == 200);
+  CHECK(upstream.exchanges().back().body == "not json");
+  CHECK_FALSE(unbudgeted.records(1).at(0).cap);
+}
+
+TEST_CASE("credential endpoint: what requests in flight may cost is held: a request it leaves no room for waits") {
+  TestUpstream upstream(nullptr);
+  const auto events = answer_events("test-model-1", 100, 1000, "slow");
+  upstream.answer_with([&](const Exchange&) {
+    return Scripted{"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                        mullet::net::http::chunk(events[0]),
+                    {mullet::net::http::chunk(events[1]),
+                     mullet::net::http::chunk(events[2]) + std::string(mullet::net::http::last_chunk)}};
+  });
+  Endpoint endpoint("http://127.0.0.1:" + std::to_string(upstream.port()), "",
+                    [](CredentialEndpointOptions& options) { test_model_budget(options, 0.1); });
+  // The first request may spend all of the budget while it is in flight.
+  const auto fd = connect_unix(endpoint.socket_path);
+  REQUIRE(fd);
+  REQUIRE(send_all(fd.get(), post("/v1/messages", {endpoint.key_header()}, capped_body(64'000))));
+  AnswerReader reader(fd.get());
+  REQUIRE(reader.read_head());
+  REQUIRE(reader.wait_for("message_start"));
+  const auto waiting = ask(endpoint.socket_path, post("/v1/messages", {endpoint.key_header()}, capped_body(100)));
+  CHECK(waiting.status == 429);
+  CHECK(waiting.json["error"]["type"] == "rate_limit_error");
+  CHECK(waiting.head.find("\r\nx-should-retry: true\r\n") != std::string::npos);
+  CHECK(waiting.json["error"]["message"].get<std::string>().find("requests in flight") != std::string::npos);
+  CHECK_FALSE(endpoint.endpoint->budget_exhausted());
+  CHECK(upstream.exchanges().size() == 1);
+
+  // Once it has been metered ($0.0101), the rest is free again.
+  upstream.release();
+  upstream.release();
+  reader.read_to_end();
+  CHECK(reader.chunked_complete());
+  REQUIRE(endpoint.records(2).size() == 2);
+  upstream.answer_with([](const Exchange&) { return whole_stream(answer_events("test-model-1", 100, 1000, "ok")); });
+  CHECK(ask(endpoint.socket_path, post("/v1/messages", {endpoint.key_header()}, capped_body(64'000))).status == 200);
+  const auto exchanges = upstream.exchanges();
+  REQUIRE(exchanges.size() == 2);
+  const auto second = nlohmann::json::parse(exchanges[1].body)["max_tokens"].get<std::uint64_t>();
+  CHECK(second < 9'000u);  // $0.10 - $0.0101, less the input
+  CHECK(second > 8'900u);
+  CHECK(endpoint.endpoint->totals().cost_usd == doctest::Approx(0.0202));
+}
