@@ -237,7 +237,8 @@ RequestCap cap_request(std::string_view text, ApiDialect dialect, double remaini
   const double per_output_token = prices.price(cap.model, one_more).cost_usd - cap.estimated_input_usd;
   std::uint64_t afforded = *cap.max_tokens_requested;
   if (per_output_token > 0) {
-    const double tokens = std::floor((remaining - cap.estimated_input_usd) / (per_output_token * static_cast<double>(completions)));
+    const double tokens =
+        std::floor((remaining - cap.estimated_input_usd) / (per_output_token * static_cast<double>(completions)));
     if (tokens < static_cast<double>(afforded)) afforded = tokens < 0 ? 0 : static_cast<std::uint64_t>(tokens);
   }
   if (afforded < 1) {
