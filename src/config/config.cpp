@@ -133,14 +133,14 @@ const std::vector<KeySpec>& schema() {
       {"sandbox.env", Kind::list, RepoRule::narrow_list, std::vector<std::string>{}, items(list_items, name_bytes),
        "extra environment variable names let into sandboxes",
        [](Settings& settings, const Value& value) { settings.sandbox.env = list_of(value); }},
-      // 0x70000000: far above users, system services and the container ranges
-      // (systemd leaves 0x70000000..0x7ffdffff unassigned). 0 is root and
-      // 2^32-1 is (uid_t)-1, "no change" to setresuid; jobs/slots.cpp checks
-      // that the whole range stays below it.
       {"sandbox.history", Kind::string, RepoRule::narrow_choice, std::string("base"), text(name_bytes),
        "what of the repository's objects sandboxes can read: base (the base commit and its history), none (the base "
        "commit and its files only), all (every object: other branches, tags, stashes, reflogs, unreachable objects)",
        [](Settings& settings, const Value& value) { settings.sandbox.history = history_of(value); }},
+      // 0x70000000: far above users, system services and the container ranges
+      // (systemd leaves 0x70000000..0x7ffdffff unassigned). 0 is root and
+      // 2^32-1 is (uid_t)-1, "no change" to setresuid; jobs/slots.cpp checks
+      // that the whole range stays below it.
       {"sandbox.uid", Kind::integer, RepoRule::user_only, std::int64_t{1879048192}, between(1, 4294967294LL),
        "first host uid of the range sandboxes run as when git-mullet runs as root (one uid per running job)",
        [](Settings& settings, const Value& value) { settings.sandbox.uid = integer_of<uid_t>(value); }},
