@@ -108,7 +108,7 @@ int run(const RunOptions& options) {
 
   const config::Settings settings = config.settings();
   if (options.dry_run) {
-    const auto plans = jobs::job_plans(repo, settings, "NEW-JOB", prompt, gates);
+    const auto plans = jobs::job_plans(repo, settings, "NEW-JOB", base, prompt, gates);
     if (options.json) {
       nlohmann::json phases = nlohmann::json::array();
       for (const auto& plan : plans) phases.push_back(sandbox::to_json(plan));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <limits>
 #include <optional>
@@ -21,8 +22,10 @@ namespace mullet::config {
 namespace {
 
 enum class Kind { string, list, integer, boolean, number };
-// What the repository's .mullet.toml may do with a key.
-enum class RepoRule { user_only, narrow_list, lower_only, free };
+// What the repository's .mullet.toml may do with a key. narrow_choice: the
+// key's value is one word of its choices (choices_of), widest first, and the
+// repository may only pick the user's word or one after it.
+enum class RepoRule { user_only, narrow_list, narrow_choice, lower_only, free };
 
 // What a key's value may be, whoever sets it. Every bound is chosen so that
 // no honest configuration meets it and every use downstream stays far from
@@ -93,6 +96,25 @@ double number_of(const Value& value) {
   return std::get<double>(value);
 }
 
+// The words a narrow_choice key takes, widest first; null for other keys.
+const std::vector<std::string>* choices_of(std::string_view key) {
+  static const std::vector<std::string> history = {"all", "base", "none"};
+  if (key == "sandbox.history") return &history;
+  return nullptr;
+}
+
+std::size_t choice_index(const std::vector<std::string>& choices, const std::string& word) {
+  return static_cast<std::size_t>(std::find(choices.begin(), choices.end(), word) - choices.begin());
+}
+
+History history_of(const Value& value) {
+  const std::string& word = text_of(value);
+  for (const History history : {History::all, History::base, History::none}) {
+    if (history_name(history) == word) return history;
+  }
+  throw failure("'" + word + "' is not a history");
+}
+
 const std::vector<KeySpec>& schema() {
   static const std::vector<KeySpec> keys = {
       {"run.executor", Kind::string, RepoRule::user_only, std::string("claude"), text(name_bytes),
@@ -111,6 +133,10 @@ const std::vector<KeySpec>& schema() {
       {"sandbox.env", Kind::list, RepoRule::narrow_list, std::vector<std::string>{}, items(list_items, name_bytes),
        "extra environment variable names let into sandboxes",
        [](Settings& settings, const Value& value) { settings.sandbox.env = list_of(value); }},
+      {"sandbox.history", Kind::string, RepoRule::narrow_choice, std::string("base"), text(name_bytes),
+       "what of the repository's objects sandboxes can read: base (the base commit and its history), none (the base "
+       "commit and its files only), all (every object: other branches, tags, stashes, reflogs, unreachable objects)",
+       [](Settings& settings, const Value& value) { settings.sandbox.history = history_of(value); }},
       // 0x70000000: far above users, system services and the container ranges
       // (systemd leaves 0x70000000..0x7ffdffff unassigned). 0 is root and
       // 2^32-1 is (uid_t)-1, "no change" to setresuid; jobs/slots.cpp checks
@@ -320,6 +346,12 @@ std::string check_bounds(const KeySpec& spec, const Value& value) {
 std::string validate(const KeySpec& spec, const Value& value) {
   if (auto message = check_bounds(spec, value); !message.empty()) return message;
   const std::string key = spec.key;
+  if (const auto* choices = choices_of(key)) {
+    const auto& word = std::get<std::string>(value);
+    if (choice_index(*choices, word) == choices->size()) {
+      return "must be one of " + util::join(*choices, ", ") + " (not '" + word + "')";
+    }
+  }
   if (key == "run.executor") {
     const auto& name = std::get<std::string>(value);
     if (name != "claude" && name != "command") return "unknown executor '" + name + "' (known: claude, command)";
@@ -661,6 +693,17 @@ std::vector<Problem> Config::merge_toml(const std::string& text, const std::stri
           }
           if (widened) continue;
         }
+        if (spec->repo_rule == RepoRule::narrow_choice) {
+          const auto& choices = *choices_of(key);
+          const std::size_t yours = choice_index(choices, text_of(current.value));
+          if (choice_index(choices, text_of(*value)) < yours) {
+            const std::vector<std::string> allowed(choices.begin() + static_cast<std::ptrdiff_t>(yours), choices.end());
+            problems.push_back({ExitCode::refused, widen + "may only narrow this (yours is " +
+                                                       format_value(current.value) + "; it may choose " +
+                                                       util::join(allowed, " or ") + ")"});
+            continue;
+          }
+        }
         if (spec->repo_rule == RepoRule::lower_only && numeric(*value) > numeric(current.value)) {
           problems.push_back(
               {ExitCode::refused, widen + "may only lower this limit (yours is " + format_value(current.value) + ")"});
@@ -705,6 +748,15 @@ std::string Config::describe() const {
     if (gate.timeout_seconds > 0) out << "timeout = " << gate.timeout_seconds << "\n";
   }
   return out.str();
+}
+
+std::string_view history_name(History history) {
+  switch (history) {
+    case History::all: return "all";
+    case History::base: return "base";
+    case History::none: return "none";
+  }
+  return "?";
 }
 
 bool is_api_credential_name(std::string_view name) {

@@ -11,6 +11,7 @@
 #include <compare>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mullet::config {
@@ -46,10 +47,17 @@ struct RunSettings {
   bool operator==(const RunSettings&) const = default;
 };
 
+// What of the repository's objects a sandbox can read (`[sandbox] history`),
+// widest first: every object of the user's store; those reachable from the
+// base commit; the base commit and its tree only.
+enum class History { all, base, none };
+std::string_view history_name(History history);
+
 struct SandboxSettings {
   std::vector<std::string> env;  // extra variable names let in
   uid_t uid = 0;                 // as root: the first host uid of the sandboxes' range
   std::uint32_t uid_count = 0;
+  History history = History::base;
   bool operator==(const SandboxSettings&) const = default;
 };
 

@@ -6,6 +6,7 @@
 #include "jobs/gates.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/phases.hpp"
+#include "jobs/sandbox_objects.hpp"
 #include "jobs/snapshot_attempt.hpp"
 #include "jobs/workspace.hpp"
 #include "util/clock.hpp"
@@ -29,8 +30,9 @@ class JobRun {
   std::string run(const git_oid& start, const std::string& first_prompt) {
     make_private_job_dir(m_job.repo, m_record.id);
     if (!util::exists(m_paths.empty_file)) util::write_file(m_paths.empty_file, "", 0444);
-    make_sandbox_clone(m_job.repo, start, worker_dirs(m_paths), m_job.sandbox_uid);
-    PhaseRunner phases(m_job.repo, m_settings, m_paths, m_job.request.show_worker_output, m_job.sandbox_uid);
+    m_objects = prepare_sandbox_objects(m_job.repo, m_settings.sandbox.history, git::oid_from_string(m_record.base));
+    make_sandbox_clone(m_job.repo, start, worker_dirs(m_paths), m_job.sandbox_uid, m_objects);
+    PhaseRunner phases(m_settings, m_paths, m_objects, m_job.request.show_worker_output, m_job.sandbox_uid);
     m_phases = &phases;
 
     if (!m_settings.run.setup.empty() && !run_setup()) return m_hint;
@@ -207,7 +209,7 @@ class JobRun {
     util::remove_tree(m_paths.gate);
     const SandboxDirs dirs = gate_dirs(m_paths);
     make_private_job_dir(m_job.repo, m_record.id, "gate");
-    make_sandbox_clone(m_job.repo, commit, dirs, m_job.sandbox_uid);
+    make_sandbox_clone(m_job.repo, commit, dirs, m_job.sandbox_uid, m_objects);
     PhaseSpec phase = gate_phase(m_settings, gate);
     clip_to_job(phase);
     // The dependencies setup installed, read-only, as the worker saw them.
@@ -223,6 +225,7 @@ class JobRun {
   JobRecord& m_record;
   JobPaths m_paths;
   std::int64_t m_started;
+  SandboxObjects m_objects;
   PhaseRunner* m_phases = nullptr;
   std::vector<std::string> m_dependency_dirs;
   std::string m_hint;

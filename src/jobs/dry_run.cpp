@@ -9,11 +9,12 @@
 #include "jobs/gates.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/phases.hpp"
+#include "jobs/sandbox_objects.hpp"
 #include "jobs/slots.hpp"
 
 namespace mullet::jobs {
 std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::Settings& settings,
-                                     const std::string& job_id, const std::string& prompt,
+                                     const std::string& job_id, const git_oid& base, const std::string& prompt,
                                      const std::vector<config::Gate>& extra_gates) {
   const auto executor = executors::make_executor(settings.run.executor);
   // No credential is read for a plan: the sentinel is a placeholder.
@@ -22,6 +23,7 @@ std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::
   const auto spec = executor->prepare({prompt, settings, jobs_directory(repo), &placeholder});
   const JobPaths paths = job_paths(repo, job_id);
   const SandboxDirs dirs = worker_dirs(paths);
+  const SandboxObjects objects = planned_sandbox_objects(repo, settings.sandbox.history, base);
   const std::string socket_placeholder = "/tmp/mullet-proxy-XXXXXX/proxy.sock";
   const std::optional<UidRange> uids =
       ::geteuid() == 0 ? std::optional<UidRange>(sandbox_uid_range(settings.sandbox)) : std::nullopt;
@@ -29,17 +31,17 @@ std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::
   if (!settings.run.setup.empty()) {
     const auto setup = setup_phase(settings);
     plans.push_back(
-        plan_for(repo, settings, paths, dirs, setup, setup.grants.empty() ? "" : socket_placeholder, "", uids));
+        plan_for(settings, paths, dirs, objects, setup, setup.grants.empty() ? "" : socket_placeholder, "", uids));
   }
   auto worker = worker_phase(settings, paths, spec);
   if (spec.uses_api) {
     worker.api.emplace();
     worker.api->upstream = value_or_throw(net::parse_upstream_url(planned_claude_upstream(settings)));
   }
-  plans.push_back(plan_for(repo, settings, paths, dirs, worker, worker.grants.empty() ? "" : socket_placeholder,
+  plans.push_back(plan_for(settings, paths, dirs, objects, worker, worker.grants.empty() ? "" : socket_placeholder,
                            "/tmp/mullet-proxy-XXXXXX/api.sock", uids));
   for (const auto& gate : job_gates(settings, extra_gates)) {
-    plans.push_back(plan_for(repo, settings, paths, gate_dirs(paths), gate_phase(settings, gate), "", "", uids));
+    plans.push_back(plan_for(settings, paths, gate_dirs(paths), objects, gate_phase(settings, gate), "", "", uids));
   }
   return plans;
 }

@@ -11,10 +11,10 @@
 namespace mullet::jobs {
 
 // Setup (when configured), the worker, then each gate: the files' and
-// `extra_gates`. No job is created and no sandbox runs (the executor may
-// still probe its binary).
+// `extra_gates`. No job is created, no sandbox runs and the base's pack is
+// not built (the executor may still probe its binary).
 std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::Settings& settings,
-                                     const std::string& job_id, const std::string& prompt,
+                                     const std::string& job_id, const git_oid& base, const std::string& prompt,
                                      const std::vector<config::Gate>& extra_gates = {});
 
 }  // namespace mullet::jobs

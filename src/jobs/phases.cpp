@@ -113,19 +113,24 @@ PhaseSpec gate_phase(const config::Settings& settings, const config::Gate& gate)
   return phase;
 }
 
-sandbox::Plan plan_for(const git::Repository& repo, const config::Settings& settings, const JobPaths& paths,
-                       const SandboxDirs& dirs, const PhaseSpec& phase, const std::string& proxy_socket,
+sandbox::Plan plan_for(const config::Settings& settings, const JobPaths& paths, const SandboxDirs& dirs,
+                       const SandboxObjects& objects, const PhaseSpec& phase, const std::string& proxy_socket,
                        const std::string& api_socket, const std::optional<UidRange>& uids) {
   sandbox::PolicyInputs in;
   in.phase = phase.name;
   in.work_tree = dirs.work_tree;
   in.clone_git_dir = dirs.git_dir;
-  in.objects_dir = util::real_path(repo.objects_dir());
-  in.borrowed_objects = git::borrowed_object_dirs(in.objects_dir);
-  for (const auto& dir : in.borrowed_objects) {
-    if (util::exists(dir + "/info/alternates")) in.dirs_with_alternates.push_back(dir);
+  in.objects_dir = objects.objects_dir;
+  in.history = std::string(config::history_name(objects.history));
+  // The base's pack is self-contained; only the user's whole store may
+  // borrow from other object directories.
+  if (objects.history == config::History::all) {
+    in.borrowed_objects = git::borrowed_object_dirs(in.objects_dir);
+    for (const auto& dir : in.borrowed_objects) {
+      if (util::exists(dir + "/info/alternates")) in.dirs_with_alternates.push_back(dir);
+    }
+    if (util::exists(in.objects_dir + "/info/alternates")) in.dirs_with_alternates.push_back(in.objects_dir);
   }
-  if (util::exists(in.objects_dir + "/info/alternates")) in.dirs_with_alternates.push_back(in.objects_dir);
   in.home_dir = dirs.home;
   in.helper_binary = util::self_executable();
   in.empty_file = paths.empty_file;
@@ -168,11 +173,11 @@ nlohmann::json api_record(const net::CredentialEndpointOptions& options, const n
 
 }  // namespace
 
-PhaseRunner::PhaseRunner(const git::Repository& repo, const config::Settings& settings, const JobPaths& paths,
+PhaseRunner::PhaseRunner(const config::Settings& settings, const JobPaths& paths, const SandboxObjects& objects,
                          bool echo, std::optional<uid_t> sandbox_uid)
-    : m_repo(repo),
-      m_settings(settings),
+    : m_settings(settings),
       m_paths(paths),
+      m_objects(objects),
       m_echo(echo),
       m_sandbox_uid(sandbox_uid),
       m_log(paths.worker_log, worker_log_cap) {}
@@ -200,7 +205,7 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
   }
   const std::optional<UidRange> uid =
       m_sandbox_uid ? std::optional<UidRange>(UidRange{*m_sandbox_uid, 1}) : std::nullopt;
-  const sandbox::Plan plan = plan_for(m_repo, m_settings, m_paths, dirs, phase, socket, api_socket, uid);
+  const sandbox::Plan plan = plan_for(m_settings, m_paths, dirs, m_objects, phase, socket, api_socket, uid);
   std::string output;
   sandbox::RunIo io;
   io.stdin_data = phase.stdin_data;

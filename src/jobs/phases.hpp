@@ -15,6 +15,7 @@
 #include "git/repository.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/record.hpp"
+#include "jobs/sandbox_objects.hpp"
 #include "jobs/slots.hpp"
 #include "net/credential_endpoint.hpp"
 #include "sandbox/plan.hpp"
@@ -48,8 +49,9 @@ PhaseSpec gate_phase(const config::Settings& settings, const config::Gate& gate)
 
 // `uids`: when git-mullet runs as root, the host uid the sandbox runs as
 // (count 1), or before the job starts the range it will get one from.
-sandbox::Plan plan_for(const git::Repository& repo, const config::Settings& settings, const JobPaths& paths,
-                       const SandboxDirs& dirs, const PhaseSpec& phase, const std::string& proxy_socket,
+// `objects`: what the sandbox reads at /mullet/objects (sandbox_objects.hpp).
+sandbox::Plan plan_for(const config::Settings& settings, const JobPaths& paths, const SandboxDirs& dirs,
+                       const SandboxObjects& objects, const PhaseSpec& phase, const std::string& proxy_socket,
                        const std::string& api_socket, const std::optional<UidRange>& uids);
 
 // The caps on a job's log files. They equal what the record keeps of each
@@ -87,15 +89,15 @@ class BoundedLog {
 // no setuid/setgid bit is left in the directories it could write.
 class PhaseRunner {
  public:
-  PhaseRunner(const git::Repository& repo, const config::Settings& settings, const JobPaths& paths, bool echo,
+  PhaseRunner(const config::Settings& settings, const JobPaths& paths, const SandboxObjects& objects, bool echo,
               std::optional<uid_t> sandbox_uid);
 
   std::pair<sandbox::RunResult, PhaseRecord> run(const PhaseSpec& phase, const SandboxDirs& dirs);
 
  private:
-  const git::Repository& m_repo;
   const config::Settings& m_settings;
   const JobPaths& m_paths;
+  const SandboxObjects& m_objects;
   bool m_echo;
   std::optional<uid_t> m_sandbox_uid;
   BoundedLog m_log;

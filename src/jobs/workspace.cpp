@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "git/base_objects.hpp"
 #include "git/clone.hpp"
 #include "util/fs.hpp"
 
@@ -13,8 +14,12 @@ void make_private_job_dir(const git::Repository& repo, const std::string& id, co
 }
 
 void make_sandbox_clone(const git::Repository& repo, const git_oid& commit, const SandboxDirs& dirs,
-                        std::optional<uid_t> sandbox_uid) {
+                        std::optional<uid_t> sandbox_uid, const SandboxObjects& objects) {
   git::create_private_clone(repo, commit, {dirs.git_dir, dirs.work_tree}, sandbox::inside::git_dir);
+  if (objects.history != config::History::all) {
+    git::add_objects_beyond_base(repo, dirs.git_dir, commit, objects.base);
+    if (!objects.shallow.empty()) util::write_file(dirs.git_dir + "/shallow", objects.shallow);
+  }
   util::make_dirs(dirs.home, 0700);
   // A home kept from an interrupted run (resume) may hold what its
   // sandbox left there.

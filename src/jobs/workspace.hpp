@@ -12,6 +12,7 @@
 #include "executors/executor.hpp"
 #include "git/repository.hpp"
 #include "jobs/layout.hpp"
+#include "jobs/sandbox_objects.hpp"
 #include "sandbox/plan.hpp"
 
 namespace mullet::jobs {
@@ -21,9 +22,12 @@ namespace mullet::jobs {
 void make_private_job_dir(const git::Repository& repo, const std::string& id, const std::string& below = {});
 
 // A private clone of `commit` and a home in `dirs`, owned by `sandbox_uid`
-// when there is one (we run as root).
+// when there is one (we run as root). Unless `objects` is the user's whole
+// store, the clone's own objects get what `commit` reaches beyond the base
+// (a resumed job's or a gate's snapshots), and its shallow file what
+// `objects` says: git inside then needs nothing but the two.
 void make_sandbox_clone(const git::Repository& repo, const git_oid& commit, const SandboxDirs& dirs,
-                        std::optional<uid_t> sandbox_uid);
+                        std::optional<uid_t> sandbox_uid, const SandboxObjects& objects);
 
 // The executor's generated files, read-only, where worker_phase binds them.
 void write_executor_files(const JobPaths& paths, const std::vector<executors::GeneratedFile>& files);

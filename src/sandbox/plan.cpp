@@ -6,6 +6,17 @@
 
 namespace mullet::sandbox {
 
+namespace {
+
+std::string history_meaning(const std::string& history) {
+  if (history == "all") return "every object of the repository: other branches, tags, stashes, unreachable objects";
+  if (history == "base") return "the objects the base commit reaches: its files and history";
+  if (history == "none") return "the base commit and its files, no history";
+  return "?";
+}
+
+}  // namespace
+
 std::string mount_kind_name(MountKind kind) {
   switch (kind) {
     case MountKind::read_only_bind: return "ro-bind";
@@ -44,6 +55,7 @@ nlohmann::json to_json(const Plan& plan) {
         {"processes", plan.limits.processes},
         {"disk_mb", plan.limits.disk_mb}}},
   };
+  if (!plan.history.empty()) json["history"] = plan.history;
   json["host_uid"] = plan.host_uid ? nlohmann::json(*plan.host_uid) : nlohmann::json();
   if (plan.host_uid && plan.host_uid_choices > 1) json["host_uid_choices"] = plan.host_uid_choices;
   return json;
@@ -74,6 +86,13 @@ std::string describe(const Plan& plan) {
   out << "  limits:      wall " << plan.limits.wall_seconds << " s, inactivity " << plan.limits.inactivity_seconds
       << " s, memory " << plan.limits.memory_mb << " MiB, processes " << plan.limits.processes << ", disk "
       << plan.limits.disk_mb << " MiB\n";
+  if (!plan.history.empty()) {
+    out << "  history:     " << plan.history << " (" << history_meaning(plan.history) << ")";
+    for (const auto& mount : plan.mounts) {
+      if (mount.destination == inside::objects) out << ", " << inside::objects << " <- " << mount.source;
+    }
+    out << "\n";
+  }
   std::vector<std::string> env_names;
   for (const auto& [name, value] : plan.env) env_names.push_back(name);
   out << "  environment: " << util::join(env_names, " ") << "\n";

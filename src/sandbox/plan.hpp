@@ -88,6 +88,10 @@ struct Plan {
   // Before a job starts (run --dry-run) its uid is not chosen yet: it will be
   // one of host_uid .. host_uid + host_uid_choices - 1 (and its gid the same).
   std::uint32_t host_uid_choices = 1;
+  // What the objects bound at inside::objects hold: "all" (the user's whole
+  // store), "base" (what the base commit reaches) or "none" (the base commit
+  // and its tree); empty where no repository is involved (doctor).
+  std::string history;
   // Directories the wall check must find empty.
   std::vector<std::string> must_be_empty;
   bool feeds_stdin = false;

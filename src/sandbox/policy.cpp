@@ -49,6 +49,7 @@ Plan build_plan(const PolicyInputs& in) {
   plan.limits = in.limits;
   plan.network = in.network;
   plan.feeds_stdin = in.feeds_stdin;
+  plan.history = in.history;
   plan.host_uid = in.host_uid;
   plan.host_gid = in.host_gid;
 

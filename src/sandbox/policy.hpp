@@ -20,7 +20,8 @@ struct PolicyInputs {
   std::string phase;
   std::string work_tree;                          // host path, writable inside
   std::string clone_git_dir;                      // host path, read-only inside
-  std::string objects_dir;                        // the user's objects, read-only inside
+  std::string objects_dir;                        // the objects the sandbox may read, read-only inside
+  std::string history;                            // what they hold: all, base or none ([sandbox] history)
   std::vector<std::string> borrowed_objects;      // what those borrow (alternates), read-only too
   std::vector<std::string> dirs_with_alternates;  // which of the above have an info/alternates file
   std::string home_dir;                           // host path of the job's private home

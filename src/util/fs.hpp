@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "util/fd.hpp"
@@ -75,6 +76,8 @@ class TempDir {
   bool empty() const { return m_path.empty(); }
   // Removes the tree now; errors are not reported (this runs on unwinding).
   void remove() noexcept;
+  // Stops owning the directory (it was renamed into place); returns its path.
+  std::string release() noexcept { return std::exchange(m_path, {}); }
 
  private:
   std::string m_path;

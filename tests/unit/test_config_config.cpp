@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "config/config.hpp"
@@ -13,6 +14,7 @@
 using mullet::Error;
 using mullet::ExitCode;
 using mullet::config::Config;
+using mullet::config::History;
 using mullet::config::Problem;
 using mullet::config::Source;
 using mullet::config::throw_if_problems;
@@ -86,7 +88,8 @@ TEST_CASE("a new Config holds the built-in defaults") {
   CHECK(config.gates().empty());
   CHECK(settings.run.setup.empty());
   CHECK(settings.run.dependency_dirs == std::vector<std::string>{"node_modules", "vendor", ".venv", "target", "build"});
-  CHECK(config.entries().size() == 25);
+  CHECK(settings.sandbox.history == History::base);
+  CHECK(config.entries().size() == 26);
   for (const auto& [key, entry] : config.entries()) {
     INFO(key);
     CHECK(entry.source == Source::built_in);
@@ -319,6 +322,74 @@ TEST_CASE("the repository file may lower a limit but not raise it") {
     CHECK(find_problem(problems, {".mullet.toml@abc:3", "limits.processes", "yours is 1024"}) != nullptr);
     CHECK(config.settings().limits.timeout.count() == 600);
     CHECK(config.settings().limits.processes == 1024);
+  }
+}
+
+TEST_CASE("[sandbox] history is one of all, base, none; base by default") {
+  CHECK(Config().settings().sandbox.history == History::base);
+  CHECK(Config().entry("sandbox.history").value == mullet::config::Value(std::string("base")));
+  for (const auto& [word, history] : std::vector<std::pair<std::string, History>>{
+           {"all", History::all}, {"base", History::base}, {"none", History::none}}) {
+    INFO(word);
+    Config config;
+    REQUIRE(merge_user(config, "[sandbox]\nhistory = \"" + word + "\"\n").empty());
+    CHECK(config.settings().sandbox.history == history);
+    CHECK(mullet::config::history_name(history) == word);
+    CHECK(contains(config.describe(), "history = '" + word + "'  # user.toml:2"));
+  }
+  for (const std::string word : {"ALL", "", "some", "base ", "full"}) {
+    INFO(word);
+    expect_one_usage_problem("[sandbox]\nhistory = \"" + word + "\"\n",
+                             {"user.toml:2", "sandbox.history", "must be one of all, base, none"});
+    CHECK_THROWS_AS(Config().set_from_flag("sandbox.history", word, "--flag"), Error);
+  }
+  expect_one_usage_problem("[sandbox]\nhistory = 1\n", {"sandbox.history", "must be a string"});
+}
+
+TEST_CASE("the repository file may narrow [sandbox] history but not widen it") {
+  const auto narrowed = [](const std::string& user, const std::string& repo) {
+    Config config;
+    REQUIRE(merge_user(config, "[sandbox]\nhistory = \"" + user + "\"\n").empty());
+    auto problems = merge_repo(config, "[sandbox]\nhistory = \"" + repo + "\"\n");
+    return std::make_pair(problems, config.settings());
+  };
+  SUBCASE("narrower or equal is taken") {
+    for (const auto& [user, repo, expected] :
+         std::vector<std::tuple<std::string, std::string, History>>{{"all", "all", History::all},
+                                                                    {"all", "base", History::base},
+                                                                    {"all", "none", History::none},
+                                                                    {"base", "base", History::base},
+                                                                    {"base", "none", History::none},
+                                                                    {"none", "none", History::none}}) {
+      INFO(user << " then " << repo);
+      const auto [problems, settings] = narrowed(user, repo);
+      CHECK(problems.empty());
+      CHECK(settings.sandbox.history == expected);
+    }
+  }
+  SUBCASE("wider is refused and not taken") {
+    for (const auto& [user, repo, kept, allowed] :
+         std::vector<std::tuple<std::string, std::string, History, std::string>>{
+             {"base", "all", History::base, "base or none"},
+             {"none", "all", History::none, "none)"},
+             {"none", "base", History::none, "none)"}}) {
+      INFO(user << " then " << repo);
+      const auto [problems, settings] = narrowed(user, repo);
+      REQUIRE(problems.size() == 1);
+      CHECK(problems[0].severity == ExitCode::refused);
+      for (const std::string& part : Strings{".mullet.toml@abc:2", "sandbox.history", "may only narrow",
+                                             "yours is '" + user + "'", "may choose " + allowed}) {
+        CHECK(contains(problems[0].message, part));
+      }
+      CHECK(settings.sandbox.history == kept);
+    }
+  }
+  SUBCASE("over the built-in default, a repository cannot ask for all") {
+    Config config;
+    const auto problems = merge_repo(config, "[sandbox]\nhistory = \"all\"\n");
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].severity == ExitCode::refused);
+    CHECK(config.settings().sandbox.history == History::base);
   }
 }
 
@@ -562,8 +633,8 @@ const std::vector<IntegerRange>& integer_ranges() {
 // Every string key and its cap in bytes.
 const std::vector<std::pair<const char*, std::size_t>>& string_caps() {
   static const std::vector<std::pair<const char*, std::size_t>> caps = {
-      {"run.executor", 4096},  {"run.command", 65536},    {"run.setup", 65536},
-      {"claude.binary", 4096}, {"claude.base_url", 4096}, {"claude.credential", 4096},
+      {"run.executor", 4096},    {"run.command", 65536},      {"run.setup", 65536},      {"claude.binary", 4096},
+      {"claude.base_url", 4096}, {"claude.credential", 4096}, {"sandbox.history", 4096},
   };
   return caps;
 }
@@ -703,8 +774,9 @@ TEST_CASE("strings have a size cap") {
   }
   for (const auto& [key, cap] : string_caps()) {
     INFO("key: " << key);
-    // run.executor has its own two names; its cap still comes first.
-    if (std::string(key) != "run.executor") {
+    // run.executor and sandbox.history take a few words only; their cap
+    // still comes first.
+    if (std::string(key) != "run.executor" && std::string(key) != "sandbox.history") {
       Config config;
       const auto problems = merge_user(config, toml_line(key, quoted(std::string(cap, 'x'))));
       INFO(messages(problems));

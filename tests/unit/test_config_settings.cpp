@@ -31,7 +31,7 @@ std::string messages(const std::vector<Problem>& problems) {
 Settings built_in() {
   Settings settings;
   settings.run = {"claude", "", "", {"node_modules", "vendor", ".venv", "target", "build"}, 1, 0};
-  settings.sandbox = {{}, 1879048192, 1024};
+  settings.sandbox = {{}, 1879048192, 1024, mullet::config::History::base};
   settings.network = {{}, {}};
   settings.claude = {"claude", "https://api.anthropic.com", {}, ""};
   settings.limits = {seconds(3600), seconds(14400),  seconds(1800), seconds(1800),    200,
@@ -44,7 +44,8 @@ Settings built_in() {
 Value other_value(const std::string& key, const Value& current) {
   if (std::holds_alternative<std::int64_t>(current)) return std::int64_t{2};
   if (std::holds_alternative<double>(current)) return 2.5;
-  if (std::holds_alternative<std::string>(current)) return std::string(key == "run.executor" ? "command" : "x");
+  if (std::holds_alternative<std::string>(current))
+    return std::string(key == "run.executor" ? "command" : key == "sandbox.history" ? "none" : "x");
   if (key == "sandbox.env") return Strings{"NAME_"};
   if (key.rfind("network.", 0) == 0) return Strings{"host:1"};
   return Strings{"x"};
@@ -71,7 +72,7 @@ TEST_CASE("every key of the schema lands in a field of its own") {
     changed[key] = config.settings();
     CHECK(changed[key] != default_settings);
   }
-  CHECK(changed.size() == 25);
+  CHECK(changed.size() == 26);
   for (auto first = changed.begin(); first != changed.end(); ++first) {
     for (auto second = std::next(first); second != changed.end(); ++second) {
       INFO(first->first << " and " << second->first);
@@ -85,7 +86,7 @@ TEST_CASE("Settings follow the user's file, typed") {
   const auto problems = config.merge_toml(
       "[run]\nexecutor = \"command\"\ncommand = \"make fix\"\nsetup = \"npm ci\"\nattempts = 3\nmax_parallel = 2\n"
       "dependency_dirs = [\"node_modules\"]\n"
-      "[sandbox]\nenv = [\"GOFLAGS\"]\nuid = 100000\nuid_count = 8\n"
+      "[sandbox]\nenv = [\"GOFLAGS\"]\nuid = 100000\nuid_count = 8\nhistory = \"all\"\n"
       "[network]\nsetup = [\"registry.npmjs.org:443\"]\nworker = [\"*\"]\n"
       "[claude]\nbinary = \"/opt/claude\"\nbase_url = \"http://127.0.0.1:8080\"\nallow_bash = [\"make *\"]\n"
       "[limits]\ntimeout = 600\njob_timeout = 1200\ngate_timeout = 60\ninactivity = 30\nturns = 7\ncost_usd = 1.5\n"
@@ -96,12 +97,12 @@ TEST_CASE("Settings follow the user's file, typed") {
   REQUIRE(problems.empty());
   Settings expected;
   expected.run = {"command", "make fix", "npm ci", {"node_modules"}, 3, 2};
-  expected.sandbox = {{"GOFLAGS"}, 100000, 8};
+  expected.sandbox = {{"GOFLAGS"}, 100000, 8, mullet::config::History::all};
   expected.network = {{"registry.npmjs.org:443"}, {"*"}};
   expected.claude = {"/opt/claude", "http://127.0.0.1:8080", {"make *"}, ""};
   expected.limits = {seconds(600), seconds(1200),  seconds(60), seconds(30),    7,
                      1.5,          Mebibytes(512), 64,          Mebibytes(100), Mebibytes(2)};
-  expected.gates = {Gate{"tests", "make test", 90, "user.toml:30"}};
+  expected.gates = {Gate{"tests", "make test", 90, "user.toml:31"}};
   const Settings settings = config.settings();
   CHECK(settings.run == expected.run);
   CHECK(settings.sandbox == expected.sandbox);

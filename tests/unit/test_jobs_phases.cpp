@@ -2,13 +2,19 @@
 
 #include <string>
 
+#include "config/config.hpp"
+#include "git/handles.hpp"
+#include "git/repository.hpp"
 #include "jobs/phases.hpp"
+#include "jobs/sandbox_objects.hpp"
+#include "sandbox/plan.hpp"
 #include "util/fs.hpp"
 
 #include "support/support.hpp"
 
 using mullet::jobs::BoundedLog;
 using mullet::jobs::log_tail_kept;
+using mullet::test::contains;
 using mullet::test::ScratchDir;
 
 TEST_CASE("BoundedLog writes everything up to its cap") {
@@ -58,4 +64,84 @@ TEST_CASE("BoundedLog counts what the file already holds (a resumed job)") {
   log.write(std::string(20, 'b'));
   log.end_phase();
   CHECK(mullet::util::read_file(path) == std::string(50, 'a') + std::string(10, 'b') + std::string(10, 'b'));
+}
+
+namespace {
+
+const mullet::sandbox::Mount* mount_at(const mullet::sandbox::Plan& plan, const std::string& destination) {
+  for (const auto& mount : plan.mounts) {
+    if (mount.destination == destination) return &mount;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("a phase's plan binds the objects its history allows, and only the user's store borrows") {
+  using mullet::config::History;
+  using mullet::jobs::SandboxObjects;
+  ScratchDir dir;
+  mullet::util::make_dirs(dir / "user-objects/info");
+  mullet::util::make_dirs(dir / "borrowed");
+  mullet::util::write_file(dir / "user-objects/info/alternates", dir / "borrowed" + "\n");
+  mullet::util::make_dirs(dir / "bases/0123-base/objects/pack");
+  const auto settings = mullet::config::Config().settings();
+  mullet::jobs::JobPaths paths;
+  paths.empty_file = dir / "empty";
+  const mullet::jobs::SandboxDirs dirs{dir / "work", dir / "git", dir / "home"};
+  const auto phase = mullet::jobs::gate_phase(settings, {"check", "true", 0, ""});
+
+  SUBCASE("all: the user's store and what it borrows") {
+    const SandboxObjects objects{History::all, {}, dir / "user-objects", ""};
+    const auto plan = mullet::jobs::plan_for(settings, paths, dirs, objects, phase, "", "", std::nullopt);
+    CHECK(plan.history == "all");
+    REQUIRE(mount_at(plan, "/mullet/objects") != nullptr);
+    CHECK(mount_at(plan, "/mullet/objects")->source == dir / "user-objects");
+    REQUIRE(mount_at(plan, "/mullet/objects-1") != nullptr);
+    CHECK(mount_at(plan, "/mullet/objects-1")->source == dir / "borrowed");
+    CHECK(mount_at(plan, "/mullet/objects/info/alternates") != nullptr);
+    CHECK(plan.env.at("GIT_ALTERNATE_OBJECT_DIRECTORIES") == "/mullet/objects:/mullet/objects-1");
+  }
+  for (const History history : {History::base, History::none}) {
+    const std::string name(mullet::config::history_name(history));
+    SUBCASE(("the base's pack alone: " + name).c_str()) {
+      const SandboxObjects objects{history, {}, dir / "bases/0123-base/objects", ""};
+      const auto plan = mullet::jobs::plan_for(settings, paths, dirs, objects, phase, "", "", std::nullopt);
+      CHECK(plan.history == name);
+      REQUIRE(mount_at(plan, "/mullet/objects") != nullptr);
+      CHECK(*mount_at(plan, "/mullet/objects") == mullet::sandbox::Mount{mullet::sandbox::MountKind::read_only_bind,
+                                                                         dir / "bases/0123-base/objects",
+                                                                         "/mullet/objects"});
+      CHECK(mount_at(plan, "/mullet/objects-1") == nullptr);
+      CHECK(mount_at(plan, "/mullet/objects/info/alternates") == nullptr);
+      for (const auto& mount : plan.mounts) CHECK(!contains(mount.source, "user-objects"));
+      CHECK(plan.env.at("GIT_ALTERNATE_OBJECT_DIRECTORIES") == "/mullet/objects");
+      CHECK(contains(mullet::sandbox::describe(plan),
+                     "history:     " + name +
+                         (history == History::base ? " (the objects the base commit reaches"
+                                                   : " (the base commit and its files, no history")));
+    }
+  }
+}
+
+TEST_CASE("planned sandbox objects: where each history's objects are, nothing built") {
+  using mullet::config::History;
+  ScratchDir dir;
+  mullet::test::GitRepo user(dir / "user");
+  mullet::test::make_file(user.path("README"), "hello\n");
+  const std::string base = user.commit_all("base");
+  const auto repo = mullet::git::Repository::open_git_dir(user.path(".git"));
+  const auto oid = mullet::git::oid_from_string(base);
+  const std::string common = mullet::util::real_path(user.path(".git"));
+
+  const auto all = mullet::jobs::planned_sandbox_objects(repo, History::all, oid);
+  CHECK(all.objects_dir == common + "/objects");
+  CHECK(all.shallow.empty());
+  const auto with_history = mullet::jobs::planned_sandbox_objects(repo, History::base, oid);
+  CHECK(with_history.objects_dir == common + "/mullet/bases/" + base + "-base/objects");
+  CHECK(with_history.shallow.empty());
+  const auto without = mullet::jobs::planned_sandbox_objects(repo, History::none, oid);
+  CHECK(without.objects_dir == common + "/mullet/bases/" + base + "-none/objects");
+  CHECK(without.shallow == base + "\n");
+  CHECK(!mullet::util::exists(common + "/mullet/bases"));
 }
