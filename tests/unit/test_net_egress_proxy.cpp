@@ -28,6 +28,7 @@
 #include <asio.hpp>
 
 #include "net/bridge.hpp"
+#include "net/egress_policy.hpp"
 #include "net/egress_proxy.hpp"
 #include "net/http_head.hpp"
 #include "util/error.hpp"
@@ -38,12 +39,14 @@
 using mullet::UniqueFd;
 using mullet::net::Bridge;
 using mullet::net::BridgeOptions;
+using mullet::net::choose_addresses;
 using mullet::net::EgressProxy;
 using mullet::net::grant_allows;
 using mullet::net::grant_names_address;
 using mullet::net::parse_proxy_request;
 using mullet::net::ProxyDecision;
 using mullet::net::ProxyOptions;
+using mullet::net::refuse_destination;
 using mullet::net::run_bridge;
 using mullet::test::ScratchDir;
 using Strings = std::vector<std::string>;
@@ -433,6 +436,56 @@ TEST_CASE("proxy grants: only a grant of that very address lets a restricted add
   CHECK_FALSE(grant_names_address(grants, ip("10.1.2.3"), 80));
   CHECK_FALSE(grant_names_address({"*"}, ip("10.0.0.1"), 80));  // '*' never names an address
   CHECK_FALSE(grant_names_address(grants, ip("::ffff:127.0.0.1"), 8080));
+}
+
+TEST_CASE("proxy policy: a destination is refused before resolving when ungranted or a loopback name") {
+  const Strings grants = {"example.com:443", "localhost:8080", "127.0.0.1:9000", "*"};
+  CHECK_FALSE(refuse_destination(grants, "example.com", 443));
+  CHECK_FALSE(refuse_destination(grants, "127.0.0.1", 9000));
+  CHECK_FALSE(refuse_destination({"example.com:443"}, "EXAMPLE.com", 443));
+  const auto ungranted = refuse_destination({"example.com:443"}, "example.com", 80);
+  REQUIRE(ungranted);
+  CHECK(ungranted->status == 403);
+  CHECK(ungranted->reason == "not on the allow list");
+  CHECK_FALSE(ungranted->allowed);
+  // Granted by name, yet a name for loopback: never reached by resolving it.
+  for (const auto* host : {"localhost", "db.localhost"}) {
+    INFO(host);
+    const auto loopback = refuse_destination(grants, host, 8080);
+    REQUIRE(loopback);
+    CHECK(loopback->status == 403);
+    CHECK(loopback->reason == "localhost is a loopback name");
+  }
+  const auto nothing = refuse_destination(grants, "", 443);
+  REQUIRE(nothing);
+  CHECK(nothing->status == 403);
+}
+
+TEST_CASE("proxy policy: resolved addresses of the host's networks are left out unless granted by address") {
+  const Strings grants = {"example.com:443", "10.1.2.3:443"};
+  auto choice = choose_addresses(grants, {ip("127.0.0.1"), ip("93.184.216.34"), ip("10.0.0.1")}, 443);
+  CHECK_FALSE(choice.refusal);
+  CHECK(choice.permitted == std::vector<asio::ip::address>{ip("93.184.216.34")});
+
+  choice = choose_addresses(grants, {ip("10.1.2.3"), ip("10.1.2.4")}, 443);
+  CHECK(choice.permitted == std::vector<asio::ip::address>{ip("10.1.2.3")});
+  CHECK_FALSE(choice.refusal);
+
+  choice = choose_addresses(grants, {ip("10.1.2.3")}, 80);  // the grant names another port
+  CHECK(choice.permitted.empty());
+  REQUIRE(choice.refusal);
+  CHECK(choice.refusal->status == 403);
+  CHECK(choice.refusal->reason == "resolves to a private address 10.1.2.3");
+
+  choice = choose_addresses(grants, {ip("::ffff:127.0.0.1"), ip("::1")}, 443);
+  REQUIRE(choice.refusal);
+  CHECK(choice.refusal->reason == "resolves to a loopback address ::ffff:127.0.0.1");
+
+  choice = choose_addresses(grants, {}, 443);
+  REQUIRE(choice.refusal);
+  CHECK(choice.refusal->status == 502);
+  CHECK(choice.refusal->allowed);
+  CHECK(choice.refusal->reason == "cannot resolve: no address");
 }
 
 TEST_CASE("proxy request heads: CONNECT") {
