@@ -42,6 +42,7 @@ using mullet::UniqueFd;
 using mullet::net::ApiOutcome;
 using mullet::net::ApiRequestRecord;
 using mullet::net::carries_sentinel;
+using mullet::net::client_response_head;
 using mullet::net::credential_header;
 using mullet::net::CredentialEndpoint;
 using mullet::net::CredentialEndpointOptions;
@@ -189,6 +190,25 @@ TEST_CASE("credential endpoint: the head sent upstream has the real key, no sent
   CHECK(upstream_request_head(*plain, *direct, {"x-api-key", "sk-real"}, 0) ==
         "GET /v1/models HTTP/1.1\r\nHost: api.anthropic.com\r\nx-api-key: sk-real\r\n"
         "Accept-Encoding: identity\r\nConnection: close\r\n\r\n");
+}
+
+TEST_CASE("credential endpoint: the answer's head keeps the upstream's headers, with framing of its own") {
+  const auto chunked = mullet::net::http::parse_response_head(
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+      "Connection: keep-alive, X-Hop\r\nX-Hop: 1\r\nSet-Cookie: a=b\r\nrequest-id: r1\r\n\r\n",
+      "POST");
+  REQUIRE(chunked);
+  CHECK(client_response_head(*chunked, true) ==
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nrequest-id: r1\r\n"
+        "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+  // An HTTP/1.0 client gets the body until the close.
+  CHECK(client_response_head(*chunked, false) ==
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nrequest-id: r1\r\nConnection: close\r\n\r\n");
+  const auto sized =
+      mullet::net::http::parse_response_head("HTTP/1.1 404 Not Found\r\ncontent-length: 2\r\n\r\n", "POST");
+  REQUIRE(sized);
+  CHECK(client_response_head(*sized, true) ==
+        "HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\nConnection: close\r\n\r\n");
 }
 
 TEST_CASE("credential endpoint: a bad credential header refuses the endpoint, without quoting the credential") {
