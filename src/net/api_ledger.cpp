@@ -36,6 +36,7 @@ std::string_view to_string(ApiOutcome outcome) {
     case ApiOutcome::client_gone: return "client_gone";
     case ApiOutcome::stopped: return "stopped";
     case ApiOutcome::busy: return "busy";
+    case ApiOutcome::egress: return "egress";
   }
   return "unknown";
 }
@@ -50,6 +51,7 @@ std::string hint_for(ApiOutcome outcome) {
     case ApiOutcome::upstream_failed:
       return "the API answered with something that is not HTTP, or broke off; check the API base URL";
     case ApiOutcome::budget: return "raise limits.cost_usd to let the job spend more";
+    case ApiOutcome::egress: return "raise limits.egress_mb to let the job send more";
     default: return {};
   }
 }

@@ -32,6 +32,7 @@ enum class ApiOutcome {
   client_gone,           // the client closed before sending its whole request
   stopped,               // stop() ended it in flight (what it cost so far is counted)
   busy,                  // 503: too many connections, or request bytes, at once
+  egress,                // 413: it would take the job's uploads past limits.egress_mb
 };
 std::string_view to_string(ApiOutcome outcome);
 // What a user can do about a failed outcome, to print beside it; empty when

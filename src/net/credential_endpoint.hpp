@@ -53,6 +53,7 @@
 #include "net/api_ledger.hpp"
 #include "net/api_usage.hpp"
 #include "net/credential_rules.hpp"
+#include "net/upload_cap.hpp"
 
 namespace mullet::net {
 
@@ -81,6 +82,10 @@ struct CredentialEndpointOptions {
   std::size_t max_buffered_request_bytes = std::size_t{96} * 1024 * 1024;
   std::size_t max_connections = 64;
   std::size_t max_records = 10'000;  // the log keeps the last this many
+  // Counts the request bytes sent upstream (head and body), shared with the
+  // phase's egress proxy: a request that would pass its cap is refused
+  // whole (413), and so is every request after. None: nothing is counted.
+  std::shared_ptr<UploadCap> upload_cap;
 };
 
 class CredentialEndpoint {

@@ -40,6 +40,13 @@ ApiSession::ApiSession(CredentialEndpointState& endpoint, unix_stream::socket cl
       m_id(id),
       m_started(Clock::now()) {}
 
+void ApiSession::refuse_upload() {
+  refuse(413, "request_too_large", ApiOutcome::egress,
+         "this job's upload limit (limits.egress_mb, " +
+             std::to_string(m_options.upload_cap->limit_bytes() / (std::uint64_t{1} << 20U)) +
+             " MiB) is reached; no further requests are forwarded");
+}
+
 void ApiSession::note_failure() const {
   spdlog::warn("{}: {} {}: {}", who, m_request.method, m_record.path, m_record.reason);
 }
@@ -140,6 +147,7 @@ void ApiSession::decide() {
   if (const auto refusal = m_endpoint.budget_refusal()) {
     return refuse(402, "billing_error", ApiOutcome::budget, *refusal);
   }
+  if (m_options.upload_cap && m_options.upload_cap->exhausted()) return refuse_upload();
   const auto expectations = http::header_values(m_request.headers, "expect");
   bool continue_expected = false;
   for (const auto expectation : expectations) {
@@ -278,6 +286,12 @@ void ApiSession::connect() {
 }
 
 void ApiSession::send_request() {
+  // Counted before a byte goes: what would pass the cap does not leave at all.
+  if (m_options.upload_cap &&
+      !m_options.upload_cap->take_all(m_endpoint.destination, m_upstream_head.size() + m_body.size())) {
+    close_upstream();
+    return refuse_upload();
+  }
   m_phase = Phase::exchanging;
   m_last_activity = Clock::now();
   arm_timer(m_options.idle_timeout);

@@ -84,6 +84,9 @@ class ApiSession : public std::enable_shared_from_this<ApiSession> {
 
   void refuse_too_large();
 
+  // 413: the request would pass the job's upload cap, or it is reached.
+  void refuse_upload();
+
   // What arrived with the head, then from the socket, until the body is whole.
   void take_body_bytes();
 

@@ -21,12 +21,13 @@ std::uint64_t DecisionLog::record(ProxyDecision decision) {
   return m_first + m_log.size() - 1;
 }
 
-void DecisionLog::record_bytes(std::uint64_t sequence, std::uint64_t up, std::uint64_t down) {
+void DecisionLog::record_bytes(std::uint64_t sequence, std::uint64_t up, std::uint64_t down, bool cut) {
   const std::lock_guard lock(m_mutex);
   if (sequence < m_first || sequence - m_first >= m_log.size()) return;
   auto& decision = m_log[sequence - m_first];
   decision.bytes_up = up;
   decision.bytes_down = down;
+  if (cut) decision.reason += "; cut at the upload limit (limits.egress_mb)";
 }
 
 std::vector<ProxyDecision> DecisionLog::decisions() const {

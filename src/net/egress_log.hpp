@@ -34,8 +34,9 @@ class DecisionLog {
 
   // Appends a decision; the number it returns names it to record_bytes().
   std::uint64_t record(ProxyDecision decision);
-  // What a decision's connection relayed; nothing when it has left the log.
-  void record_bytes(std::uint64_t sequence, std::uint64_t up, std::uint64_t down);
+  // What a decision's connection relayed, and `cut` when the upload cap cut
+  // it short; nothing when it has left the log.
+  void record_bytes(std::uint64_t sequence, std::uint64_t up, std::uint64_t down, bool cut = false);
   // Oldest first.
   std::vector<ProxyDecision> decisions() const;
 

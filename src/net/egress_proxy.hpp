@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "net/egress_log.hpp"
+#include "net/upload_cap.hpp"
 
 namespace mullet::net {
 
@@ -43,6 +44,10 @@ struct ProxyOptions {
   std::chrono::milliseconds idle_timeout{600'000};
   std::size_t max_connections = 256;
   std::size_t max_decisions = 10'000;  // the log keeps the last this many
+  // Counts the bytes tunnels send upstream, per destination, and cuts the
+  // tunnel that reaches its cap; shared with the phase's credential
+  // endpoint. None: nothing is counted.
+  std::shared_ptr<UploadCap> upload_cap;
 };
 
 class EgressProxy {

@@ -58,7 +58,9 @@ void EgressSession::end() {
   m_upstream.close(ignored);
   m_resolver.cancel();
   m_timer.cancel();
-  if (m_decision) m_context.log.record_bytes(*m_decision, m_tunnel.bytes_up(), m_tunnel.bytes_down());
+  if (m_decision) {
+    m_context.log.record_bytes(*m_decision, m_tunnel.bytes_up(), m_tunnel.bytes_down(), m_tunnel.cut_up());
+  }
   m_context.forget(m_id);
 }
 
@@ -108,6 +110,9 @@ void EgressSession::decide() {
   if (const auto refusal = refuse_destination(m_context.grants, m_request.host, m_request.port)) {
     return refuse(*refusal);
   }
+  if (m_context.options.upload_cap && m_context.options.upload_cap->exhausted()) {
+    return refuse(403, "Forbidden", "the job's upload limit (limits.egress_mb) is reached", true);
+  }
   const auto target = request_target(m_request.host, m_request.port);
   if (target->address) {
     return connect({tcp::endpoint(*target->address, static_cast<unsigned short>(m_request.port))});
@@ -154,6 +159,11 @@ void EgressSession::open_tunnel() {
   std::string first_up = tunnel_request ? std::move(m_leftover) : m_request.upstream_head + m_leftover;
   std::string first_down = tunnel_request ? "HTTP/1.1 200 Connection established\r\n\r\n" : "";
   m_leftover.clear();
+  if (const auto cap = m_context.options.upload_cap) {
+    m_tunnel.limit_up([cap, shown = destination()](std::size_t wanted) {
+      return static_cast<std::size_t>(cap->take(shown, wanted));
+    });
+  }
   m_tunnel.start(shared_from_this(), std::move(first_up), std::move(first_down), m_context.options.idle_timeout,
                  [this] { end(); });
 }

@@ -1031,6 +1031,41 @@ TEST_CASE("credential endpoint: usage is summed and priced; the request after th
   CHECK(upstream.exchanges().size() == 3);
 }
 
+TEST_CASE("credential endpoint: a request that would pass the upload cap never leaves, nor does any after it") {
+  TestUpstream upstream(nullptr);
+  upstream.answer_with([](const Exchange&) { return whole_stream(answer_events("test-model-1", 10, 10, "answer")); });
+  const auto cap = std::make_shared<mullet::net::UploadCap>(6'000);
+  Endpoint endpoint("http://127.0.0.1:" + std::to_string(upstream.port()), "",
+                    [&](CredentialEndpointOptions& options) { options.upload_cap = cap; });
+  const std::string destination = "127.0.0.1:" + std::to_string(upstream.port());
+  const auto padded = [](std::size_t size) {
+    auto body = nlohmann::json::parse(message_body());
+    body["messages"][0]["content"] = std::string(size, 'x');
+    return body.dump();
+  };
+  CHECK(ask(endpoint.socket_path, post("/v1/messages", {endpoint.key_header()}, padded(2'000))).status == 200);
+  const auto first = cap->bytes_up().at(destination);
+  CHECK(first > 2'000);
+  CHECK_FALSE(cap->exhausted());
+  // This one would take the total past 6,000 bytes: refused whole.
+  const auto refused = ask(endpoint.socket_path, post("/v1/messages", {endpoint.key_header()}, padded(4'000)));
+  CHECK(refused.status == 413);
+  CHECK(refused.json["error"]["message"].get<std::string>().find("limits.egress_mb") != std::string::npos);
+  CHECK(refused.head.find("\r\nx-should-retry: false\r\n") != std::string::npos);
+  CHECK(cap->exhausted());
+  // A small one would fit, but the cap is reached: nothing more goes.
+  CHECK(ask(endpoint.socket_path, post("/v1/messages", {endpoint.key_header()}, padded(10))).status == 413);
+  CHECK(upstream.exchanges().size() == 1);
+  CHECK(cap->bytes_up().at(destination) == first);
+  const auto records = endpoint.records(3);
+  REQUIRE(records.size() == 3);
+  CHECK(records[0].bytes_up == first);
+  CHECK(records[1].outcome == ApiOutcome::egress);
+  CHECK(records[1].bytes_up == 0);
+  CHECK(records[2].outcome == ApiOutcome::egress);
+  CHECK(endpoint.endpoint->totals().bytes_up.at(destination) == first);
+}
+
 TEST_CASE("credential endpoint: under a budget, an answer without readable usage stops forwarding") {
   TestUpstream upstream(nullptr);
   upstream.answer_with([](const Exchange&) {
