@@ -199,6 +199,10 @@ const std::vector<KeySpec>& schema() {
       {"limits.disk_mb", Kind::integer, RepoRule::lower_only, std::int64_t{10240}, between(1, max_mebibytes),
        "disk the worker may fill in its clone and home (MiB)",
        [](Settings& settings, const Value& value) { settings.limits.disk_mb = mebibytes_of(value); }},
+      {"limits.egress_mb", Kind::integer, RepoRule::lower_only, std::int64_t{256}, between(1, max_mebibytes),
+       "what a job may send out (MiB): request bytes through the egress proxy and the API endpoint, every phase "
+       "together",
+       [](Settings& settings, const Value& value) { settings.limits.egress_mb = mebibytes_of(value); }},
       {"limits.file_mb", Kind::integer, RepoRule::lower_only, std::int64_t{100}, between(1, max_mebibytes),
        "largest file the result may record (MiB); larger ones are left out",
        [](Settings& settings, const Value& value) { settings.limits.file_mb = mebibytes_of(value); }},

@@ -100,7 +100,8 @@ struct LimitsSettings {
   Mebibytes memory_mb;
   std::uint32_t processes = 0;
   Mebibytes disk_mb;
-  Mebibytes file_mb;  // the largest file a snapshot records
+  Mebibytes file_mb;    // the largest file a snapshot records
+  Mebibytes egress_mb;  // what a job may send upstream, every phase together
   bool operator==(const LimitsSettings&) const = default;
 };
 

@@ -90,6 +90,13 @@ class JobRun {
     m_hint = std::move(hint);
   }
 
+  // What the job's phases so far sent upstream.
+  std::uint64_t uploaded() const {
+    std::uint64_t sum = 0;
+    for (const auto& phase : m_record.phases) sum += phase.upload ? phase.upload->total() : 0;
+    return sum;
+  }
+
   void save() {
     m_job.store.update(m_record.id, [&](JobRecord& stored) { stored = m_record; });
   }
@@ -98,6 +105,7 @@ class JobRun {
     const auto before = existing_top_level_dirs(m_paths, m_settings.run.dependency_dirs);
     PhaseSpec setup = setup_phase(m_settings);
     clip_to_job(setup);
+    setup.uploaded_before = uploaded();
     const auto [run, phase] = m_phases->run(setup, worker_dirs(m_paths));
     m_record.phases.push_back(phase);
     for (const auto& dir : existing_top_level_dirs(m_paths, m_settings.run.dependency_dirs)) {
@@ -136,6 +144,13 @@ class JobRun {
       worker.api = api->endpoint;
       worker.api->budget_usd = m_settings.limits.cost_usd;
       worker.api->spent_before_usd = spent;
+    }
+    // The upload cap is the job's too.
+    worker.uploaded_before = uploaded();
+    if ((!worker.grants.empty() || worker.api) && worker.uploaded_before >= m_settings.limits.egress_mb.bytes()) {
+      m_record.attempts.back().error = "the job's uploads reached limits.egress_mb before this attempt";
+      finish(JobState::failed, m_record.attempts.back().error, "raise [limits] egress_mb to let it send more");
+      return Verdict::stop;
     }
     for (auto& mount : read_only_mounts(m_paths, m_dependency_dirs)) worker.mounts.push_back(mount);
     // With the credential endpoint metering what was really spent, the

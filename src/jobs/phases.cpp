@@ -189,18 +189,27 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
     // A short path of our own: unix socket paths are limited to 107 bytes.
     sockets_dir = util::TempDir("/tmp", "mullet-proxy-");
   }
+  // One cap for what leaves through the proxy and the endpoint together.
+  std::shared_ptr<net::UploadCap> upload_cap;
+  if (!phase.grants.empty() || phase.api) {
+    upload_cap = std::make_shared<net::UploadCap>(m_settings.limits.egress_mb.bytes(), phase.uploaded_before);
+  }
   std::unique_ptr<net::EgressProxy> proxy;
   std::string socket;
   if (!phase.grants.empty()) {
     socket = sockets_dir.path() + "/proxy.sock";
-    proxy = std::make_unique<net::EgressProxy>(phase.grants, socket);
+    net::ProxyOptions proxy_options;
+    proxy_options.upload_cap = upload_cap;
+    proxy = std::make_unique<net::EgressProxy>(phase.grants, socket, proxy_options);
     proxy->start();
   }
   std::unique_ptr<net::CredentialEndpoint> endpoint;
   std::string api_socket;
   if (phase.api) {
     api_socket = sockets_dir.path() + "/api.sock";
-    endpoint = std::make_unique<net::CredentialEndpoint>(api_socket, *phase.api);
+    auto api_options = *phase.api;
+    api_options.upload_cap = upload_cap;
+    endpoint = std::make_unique<net::CredentialEndpoint>(api_socket, std::move(api_options));
     endpoint->start();
   }
   const std::optional<UidRange> uid =
@@ -241,10 +250,11 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
       phase.session->on_stderr(chunk);
     };
   }
-  if (phase.session != nullptr || endpoint) {
+  if (phase.session != nullptr || endpoint || upload_cap) {
     io.poll = [&]() -> std::optional<sandbox::StopReason> {
       // The metered cost, not the worker's own estimate, is the budget.
       if (endpoint && endpoint->budget_exhausted()) return sandbox::StopReason::budget;
+      if (upload_cap && upload_cap->exhausted()) return sandbox::StopReason::egress;
       return phase.session != nullptr ? phase.session->poll() : std::nullopt;
     };
   }
@@ -280,7 +290,7 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
                      result.status.code, result.ended_by,
                      result.duration_ms, util::tail(output, phase_tail_bytes),
                      phase.grants,       nlohmann::json::array(),
-                     nlohmann::json()};
+                     nlohmann::json(),   std::nullopt};
   if (proxy) {
     proxy->stop();
     record.network = proxy->decisions_json();
@@ -293,6 +303,14 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
         (result.ended_by == sandbox::StopReason::exit || result.ended_by == sandbox::StopReason::signal)) {
       // The worker gave up on its own after the refusal: the budget ended it.
       result.ended_by = sandbox::StopReason::budget;
+      record.ended_by = result.ended_by;
+    }
+  }
+  if (upload_cap) {
+    record.upload = UploadRecord{upload_cap->limit_bytes(), upload_cap->spent_before(), upload_cap->bytes_up()};
+    if (upload_cap->exhausted() && sandbox::ended_by_itself(result.ended_by)) {
+      // The worker gave up on its own once cut off: the cap ended it.
+      result.ended_by = sandbox::StopReason::egress;
       record.ended_by = result.ended_by;
     }
   }

@@ -35,6 +35,9 @@ struct PhaseSpec {
   // The worker's model API: the credential endpoint this phase gets (the
   // worker phase only; setup and gates never).
   std::optional<net::CredentialEndpointOptions> api;
+  // What the job's earlier phases sent upstream: counted towards
+  // limits.egress_mb, one cap per job.
+  std::uint64_t uploaded_before = 0;
   std::chrono::seconds wall_limit{};  // 0: none
   bool wall_is_job_limit = false;     // it is what remains of the job's: a timeout is the job's
   // Watches the worker's output; its stdout is an event stream kept apart

@@ -74,6 +74,17 @@ std::string stop_json(const std::optional<sandbox::StopReason>& reason) {
   return reason ? sandbox::stop_name(*reason) : std::string();
 }
 
+nlohmann::json upload_json(const std::optional<UploadRecord>& upload) {
+  if (!upload) return nullptr;
+  nlohmann::json bytes_up = nlohmann::json::object();
+  for (const auto& [destination, count] : upload->bytes_up) {
+    if (bytes_up.size() + 1 >= max_items) break;
+    auto& entry = bytes_up[line(destination)];
+    entry = (entry.is_null() ? 0 : entry.get<std::uint64_t>()) + count;
+  }
+  return {{"limit_bytes", upload->limit_bytes}, {"before_bytes", upload->before_bytes}, {"bytes_up", bytes_up}};
+}
+
 nlohmann::json report_json(const WorkerReport& report) {
   if (report.empty()) return nullptr;
   nlohmann::json denials = nlohmann::json::array();
@@ -305,7 +316,30 @@ AttemptRecord attempt_from_json(const Reader& in, const std::string& job) {
   return attempt;
 }
 
-PhaseRecord phase_from_json(const Reader& in) {
+UploadRecord upload_from_json(const Reader& in) {
+  constexpr auto max_bytes = std::numeric_limits<std::int64_t>::max();
+  UploadRecord upload;
+  upload.limit_bytes = in.integer<std::uint64_t>("limit_bytes", 0, 0, max_bytes);
+  upload.before_bytes = in.integer<std::uint64_t>("before_bytes", 0, 0, max_bytes);
+  if (const auto* bytes_up = in.find("bytes_up")) {
+    if (!bytes_up->is_object()) in.damaged("bytes_up", "is not an object");
+    if (bytes_up->size() > max_items) in.damaged("bytes_up", "has too many destinations");
+    for (const auto& [destination, count] : bytes_up->items()) {
+      if (destination.size() > max_name_bytes ||
+          destination.find_first_of(std::string("\n\r\0", 3)) != std::string::npos) {
+        in.damaged("bytes_up",
+                   "names a destination that is not one line of at most " + std::to_string(max_name_bytes) + " bytes");
+      }
+      if (!count.is_number_unsigned() && !(count.is_number_integer() && count.get<std::int64_t>() >= 0)) {
+        in.damaged("bytes_up", "holds a count that is not a whole number of bytes");
+      }
+      upload.bytes_up[destination] = count.get<std::uint64_t>();
+    }
+  }
+  return upload;
+}
+
+PhaseRecord phase_from_json(const Reader& in, const std::string& job) {
   PhaseRecord phase;
   phase.name = in.line("name", max_name_bytes);
   phase.command = in.lines("command", max_text_bytes, true);
@@ -329,6 +363,7 @@ PhaseRecord phase_from_json(const Reader& in) {
     }
     phase.api = *api;
   }
+  if (const auto* upload = in.find("upload")) phase.upload = upload_from_json(Reader(*upload, in.field("upload"), job));
   return phase;
 }
 
@@ -398,6 +433,12 @@ int exit_code_for(JobState state) {
   return static_cast<int>(ExitCode::job_failed);
 }
 
+std::uint64_t UploadRecord::total() const {
+  std::uint64_t sum = 0;
+  for (const auto& [destination, count] : bytes_up) sum += count;
+  return sum;
+}
+
 JobState state_after(sandbox::StopReason reason) {
   switch (reason) {
     case sandbox::StopReason::cancelled: return JobState::cancelled;
@@ -413,7 +454,8 @@ JobState state_after(sandbox::StopReason reason) {
     case sandbox::StopReason::stalled:
     case sandbox::StopReason::turns:
     case sandbox::StopReason::cost:
-    case sandbox::StopReason::budget: return JobState::failed;
+    case sandbox::StopReason::budget:
+    case sandbox::StopReason::egress: return JobState::failed;
   }
   return JobState::failed;
 }
@@ -433,7 +475,8 @@ nlohmann::json to_json(const JobRecord& record) {
                       {"output_tail", output(phase.output_tail)},
                       {"grants", grants},
                       {"network", phase.network},
-                      {"api", phase.api}});
+                      {"api", phase.api},
+                      {"upload", upload_json(phase.upload)}});
   }
   std::vector<std::string> warnings;
   for (const auto& warning : record.snapshot_warnings) {
@@ -529,7 +572,7 @@ JobRecord record_from_json(const nlohmann::json& json, const std::string& job) {
   record.executor.command = in.text("executor_command", max_text_bytes);
   record.executor.version = in.line("executor_version", max_name_bytes);
   in.array("phases", [&](const nlohmann::json& item, const std::string& name) {
-    record.phases.push_back(phase_from_json(Reader(item, name, job)));
+    record.phases.push_back(phase_from_json(Reader(item, name, job), job));
   });
   record.snapshot_warnings = in.lines("snapshot_warnings", max_text_bytes, true);
   if (const auto* runner = in.find("runner")) {

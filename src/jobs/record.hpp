@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,16 @@ JobState state_after(sandbox::StopReason reason);
 // What `run`, `resume` and `wait` exit with for a job in `state`.
 int exit_code_for(JobState state);
 
+// What a phase sent upstream, through its egress proxy and its credential
+// endpoint together, and the job's cap on it (limits.egress_mb).
+struct UploadRecord {
+  std::uint64_t limit_bytes = 0;
+  std::uint64_t before_bytes = 0;                 // what the job's earlier phases sent
+  std::map<std::string, std::uint64_t> bytes_up;  // this phase's, by destination ("host:port")
+  std::uint64_t total() const;                    // this phase's
+  bool operator==(const UploadRecord&) const = default;
+};
+
 struct PhaseRecord {
   std::string name;  // setup, worker, gate:<name>
   std::vector<std::string> command;
@@ -37,6 +48,8 @@ struct PhaseRecord {
   // The credential endpoint's account (upstream, budget, totals, requests);
   // null when the phase had none.
   nlohmann::json api;
+  // Unset when the phase had neither an egress proxy nor an endpoint.
+  std::optional<UploadRecord> upload;
 };
 
 // One gate's run against one attempt's tree.

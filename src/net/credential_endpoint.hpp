@@ -42,95 +42,28 @@
 // ends forwarding after that answer. A successful answer on a metered route
 // whose usage cannot be read, under a budget, also ends forwarding: a budget
 // that cannot be measured is not enforced by guessing.
+//
+// The parts: the pure rules (net/credential_rules.hpp: upstream URL,
+// credential, sentinel, routes, head rewriting), the account
+// (net/api_ledger.hpp: records, totals, budget), the client side
+// (net/upstream_client.hpp: resolving, connecting, TLS), one session per
+// connection (net/credential_session.hpp), and this, the server glue.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
-#include <cstdint>
-#include <map>
 #include <memory>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "net/api_ledger.hpp"
 #include "net/api_usage.hpp"
-#include "net/grant.hpp"
-#include "net/http_head.hpp"
-#include "net/request_cap.hpp"
-#include "util/error.hpp"
+#include "net/credential_rules.hpp"
+#include "net/upload_cap.hpp"
 
 namespace mullet::net {
-
-// Where the endpoint forwards to: https://host[:port][/prefix], or http://
-// for a gateway on the user's own network. The prefix goes before every
-// forwarded path ("https://gw.example/anthropic" sends /v1/messages to
-// /anthropic/v1/messages).
-struct UpstreamUrl {
-  bool tls = true;
-  Destination destination;  // port 443 or 80 when the URL names none
-  std::string path_prefix;  // "" or "/segment...", without a trailing '/'
-
-  std::string to_string() const;  // the URL, normalised
-};
-
-// The one reader of an upstream base URL. Refused, as usage errors: schemes
-// but http and https, user info, a query or fragment, a host or port that
-// net/grant.hpp does not read (one grammar for every destination), control
-// bytes or blanks. The URL is never echoed when it holds a '@' (it may hold a
-// password).
-Result<UpstreamUrl> parse_upstream_url(std::string_view url);
-
-// Which header carries the credential upstream, and how its value is made
-// from the credential: `format` holds "{}" once ("Bearer {}" for
-// Authorization, "{}" for x-api-key).
-struct CredentialHeader {
-  std::string name = "x-api-key";
-  std::string format = "{}";
-};
-
-// The header line's name and value for `credential`. A name that is not an
-// HTTP token, a format without exactly one "{}", an empty credential or one
-// with a control byte (which could end the header early) are usage errors
-// that never quote the credential.
-Result<http::Header> credential_header(const CredentialHeader& header, std::string_view credential);
-
-// A fresh per-job sentinel: "sk-mullet-" and 32 random hex digits (128 bits
-// from getrandom). Looks like a key to tools that insist on one.
-std::string make_sentinel();
-
-// Whether a request carries `sentinel` and no other credential: at least one
-// of its x-api-key and Authorization headers, and every one of them, is the
-// sentinel (Authorization as "Bearer <sentinel>", the scheme in any case).
-// Compared in constant time.
-bool carries_sentinel(const http::Headers& headers, std::string_view sentinel);
-
-// A request the endpoint forwards: the method and the path (without the
-// query) exactly.
-struct ApiRoute {
-  std::string method;
-  std::string path;
-  bool metered = true;  // its answers cost money and carry usage
-};
-// POST /v1/messages, POST /v1/chat/completions (metered), POST
-// /v1/messages/count_tokens (free). Apart from the routes, a HEAD of "/" (the
-// base URL, which Claude Code sends without a key to warm its connection up)
-// gets an empty 200 from the endpoint itself, unrecorded.
-std::vector<ApiRoute> default_api_routes();
-
-// The head sent upstream for `request` (origin form, read by
-// http::parse_request_head with server_forms): the upstream's prefix before
-// the path, Host the upstream's, every header a client could carry a
-// credential in removed (x-api-key, authorization, proxy-authorization,
-// cookie, and the credential header's own name), `credential` written,
-// "Accept-Encoding: identity" (the usage must be readable), no Expect (the
-// endpoint answers that itself), the body framed by Content-Length
-// `body_size` (when the request has a body or is a POST), "Connection:
-// close". Pure.
-std::string upstream_request_head(const http::RequestHead& request, const UpstreamUrl& upstream,
-                                  const http::Header& credential, std::size_t body_size);
 
 struct CredentialEndpointOptions {
   UpstreamUrl upstream;
@@ -157,65 +90,11 @@ struct CredentialEndpointOptions {
   std::size_t max_buffered_request_bytes = std::size_t{96} * 1024 * 1024;
   std::size_t max_connections = 64;
   std::size_t max_records = 10'000;  // the log keeps the last this many
+  // Counts the request bytes sent upstream (head and body), shared with the
+  // phase's egress proxy: a request that would pass its cap is refused
+  // whole (413), and so is every request after. None: nothing is counted.
+  std::shared_ptr<UploadCap> upload_cap;
 };
-
-// What became of a request.
-enum class ApiOutcome {
-  forwarded,             // it went upstream and the answer came back (any status)
-  malformed,             // not a request this endpoint reads: 400, 408, 413, 417, 431
-  no_sentinel,           // 401: no sentinel, another one, or another credential too
-  not_served,            // 404: not one of the routes
-  budget,                // 402: the budget was spent
-  upstream_unreachable,  // 502: name not resolved, connection refused, timed out
-  upstream_certificate,  // 502: the upstream's certificate did not verify
-  upstream_failed,       // 502, or an answer cut short: TLS or HTTP failure upstream
-  client_gone,           // the client closed before sending its whole request
-  stopped,               // stop() ended it in flight (what it cost so far is counted)
-  busy,                  // 503: too many connections, or request bytes, at once
-};
-std::string_view to_string(ApiOutcome outcome);
-// What a user can do about a failed outcome, to print beside it; empty when
-// there is nothing to say.
-std::string hint_for(ApiOutcome outcome);
-
-struct ApiRequestRecord {
-  std::string time;    // RFC 3339 UTC, when its connection was accepted
-  std::string method;  // empty when no head was read
-  std::string path;    // without the query
-  std::string model;   // from the answer, else from the request
-  TokenUsage usage;
-  bool usage_found = false;
-  double cost_usd = 0;
-  std::string priced_by;         // PriceTable's rule; empty when nothing was priced
-  int status = 0;                // the status the client was sent (0: none)
-  std::uint64_t bytes_up = 0;    // request head and body sent upstream
-  std::uint64_t bytes_down = 0;  // answer bytes received from upstream
-  ApiOutcome outcome = ApiOutcome::forwarded;
-  std::string reason;  // why, in a few words
-  std::int64_t duration_ms = 0;
-  // Under a budget, a metered request's cap (its body dropped): estimated
-  // input, max_tokens asked and forwarded, the most it may cost.
-  std::optional<RequestCap> cap;
-};
-nlohmann::json to_json(const ApiRequestRecord& record);
-
-struct ApiTotals {
-  std::uint64_t requests = 0;            // requests ended (every record)
-  std::uint64_t forwarded = 0;           // answered by the upstream
-  std::uint64_t refused = 0;             // answered by the endpoint itself, not for an upstream failure
-  std::uint64_t max_tokens_lowered = 0;  // requests forwarded with a lower max_tokens than asked
-  TokenUsage usage;
-  double cost_usd = 0;  // measured here (spent_before_usd not included)
-  // By destination ("api.anthropic.com:443"): what the sandbox sent out
-  // through the endpoint.
-  std::map<std::string, std::uint64_t> bytes_up;
-  std::uint64_t bytes_down = 0;
-  // The last failure to reach the upstream (outcome and reason), for the
-  // job's report.
-  std::optional<ApiOutcome> last_failure;
-  std::string last_failure_reason;
-};
-nlohmann::json to_json(const ApiTotals& totals);
 
 class CredentialEndpoint {
  public:

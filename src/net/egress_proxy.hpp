@@ -15,19 +15,23 @@
 // connections (at the cap, the oldest connection that has not sent a request
 // yet makes room, so clients that open connections and stall cannot lock the
 // others out), and a log that keeps the last decisions only.
+//
+// The parts: the pure policy (net/egress_policy.hpp), the decision log
+// (net/egress_log.hpp), one session per connection (net/egress_session.hpp),
+// and this, the server that ties them together (net/server.hpp's
+// UnixSocketServer).
 #pragma once
 
 #include <chrono>
 #include <cstddef>
-#include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include <asio/ip/address.hpp>
 #include <nlohmann/json.hpp>
+
+#include "net/egress_log.hpp"
+#include "net/upload_cap.hpp"
 
 namespace mullet::net {
 
@@ -40,33 +44,10 @@ struct ProxyOptions {
   std::chrono::milliseconds idle_timeout{600'000};
   std::size_t max_connections = 256;
   std::size_t max_decisions = 10'000;  // the log keeps the last this many
-};
-
-struct ProxyDecision {
-  std::string time;    // RFC 3339 UTC
-  std::string method;  // CONNECT, GET, ...; empty when no request was read
-  std::string host;    // lower case, IPv6 without brackets
-  int port = 0;
-  bool allowed = false;  // the policy's verdict (the connection may still fail)
-  std::string reason;    // "on the allow list", "not on the allow list", ...
-  // Relayed through the tunnel; filled in when the connection ends.
-  std::uint64_t bytes_up = 0;    // client to destination
-  std::uint64_t bytes_down = 0;  // destination to client
-};
-
-nlohmann::json to_json(const ProxyDecision& decision);
-
-// What the proxy needs of a request (net/http_head.hpp parses it).
-struct ProxyRequest {
-  std::string method;
-  std::string host;  // lower case, IPv6 without brackets
-  int port = 0;
-  // Absolute-URI requests only (empty for CONNECT): the request line in
-  // origin form ("GET /x?y HTTP/1.1"), and the whole head as it goes upstream:
-  // that line, hop-by-hop headers dropped, Host replaced by the target's,
-  // "Connection: close" (one client connection serves one request).
-  std::string origin_line;
-  std::string upstream_head;
+  // Counts the bytes tunnels send upstream, per destination, and cuts the
+  // tunnel that reaches its cap; shared with the phase's credential
+  // endpoint. None: nothing is counted.
+  std::shared_ptr<UploadCap> upload_cap;
 };
 
 class EgressProxy {
@@ -97,18 +78,5 @@ class EgressProxy {
  private:
   std::unique_ptr<Impl> m_impl;
 };
-
-// Pure: whether a grant (net/grant.hpp) names host:port; "*" matches
-// everything. Says nothing about what the host resolves to.
-bool grant_allows(const std::vector<std::string>& grants, const std::string& host, int port);
-// Pure: whether a grant is exactly this address and port ("*" never is).
-bool grant_names_address(const std::vector<std::string>& grants, const asio::ip::address& address, int port);
-
-// Pure: a complete request head (ending in an empty line) sent to a proxy:
-// CONNECT host:port, or METHOD http://host[:port]/path, as
-// http::parse_request_head reads them with http::proxy_forms. Nothing else
-// (origin form, https:// targets, bare LF, obs-fold, control bytes, more than
-// http::max_head_bytes): nullopt.
-std::optional<ProxyRequest> parse_proxy_request(std::string_view head);
 
 }  // namespace mullet::net

@@ -7,6 +7,10 @@
 // a side that stops reading stops the other side being read (TCP's own back
 // pressure), instead of queueing.
 //
+// Upward bytes can be metered (limit_up): each piece read from the client
+// goes upstream only as far as the allowance says, and a piece cut short ends
+// the tunnel once what was allowed is written.
+//
 // Ends: when the client stops sending (EOF), the upstream gets a half-close
 // and the answer keeps coming; when the upstream ends, or on any error, both
 // sockets are closed. Waiting for a client that never closes after the
@@ -41,6 +45,11 @@ class Tunnel {
   Tunnel(Client& client, Upstream& upstream)
       : m_client(client), m_upstream(upstream), m_idle_timer(client.get_executor()) {}
 
+  // Before start(): asks `allow` how many of the bytes read from the client
+  // (and of first_up) may go upstream; fewer than asked ends the tunnel after
+  // those.
+  void limit_up(std::function<std::size_t(std::size_t wanted)> allow) { m_allow_up = std::move(allow); }
+
   // `keep_alive` owns the sockets and this tunnel; every pending handler holds
   // it. `first_up` goes upstream before anything read from the client (what
   // followed a request head; counted in bytes_up), `first_down` to the client
@@ -63,17 +72,24 @@ class Tunnel {
                           pump(keep_alive, m_upstream, m_client, m_down, false);
                         });
     }
-    if (m_first_up.empty()) {
+    const std::size_t first_allowed = allowed_up(m_first_up.size());
+    const bool first_cut = first_allowed < m_first_up.size();
+    m_first_up.resize(first_allowed);
+    if (m_first_up.empty() && first_cut) {
+      finish();
+    } else if (m_first_up.empty()) {
       pump(keep_alive, m_client, m_upstream, m_up, true);
     } else {
       asio::async_write(m_upstream, asio::buffer(m_first_up),
-                        [this, keep_alive](const asio::error_code& error, std::size_t count) {
+                        [this, keep_alive, first_cut](const asio::error_code& error, std::size_t count) {
                           if (error) return finish();
                           m_up.bytes += count;
                           release(m_first_up);
+                          if (first_cut) return finish();
                           pump(keep_alive, m_client, m_upstream, m_up, true);
                         });
     }
+    if (m_ended) return;
     if (m_idle_timeout.count() > 0) arm_idle_timer(std::move(keep_alive));
   }
 
@@ -82,6 +98,8 @@ class Tunnel {
   void close() { finish(); }
 
   bool ended() const { return m_ended; }
+  // limit_up's allowance cut the upward bytes short.
+  bool cut_up() const { return m_cut_up; }
   std::uint64_t bytes_up() const { return m_up.bytes; }
   std::uint64_t bytes_down() const { return m_down.bytes; }
 
@@ -112,16 +130,27 @@ class Tunnel {
         return finish();
       }
       m_last_activity = Clock::now();
-      asio::async_write(
-          to, asio::buffer(direction.buffer.data(), count),
-          [this, keep_alive, &from, &to, &direction, upward](const asio::error_code& write_error, std::size_t written) {
-            if (m_ended) return;
-            if (write_error) return finish();
-            direction.bytes += written;
-            m_last_activity = Clock::now();
-            pump(keep_alive, from, to, direction, upward);
-          });
+      const std::size_t allowed = upward ? allowed_up(count) : count;
+      const bool cut = allowed < count;
+      if (allowed == 0) return finish();
+      asio::async_write(to, asio::buffer(direction.buffer.data(), allowed),
+                        [this, keep_alive, &from, &to, &direction, upward, cut](const asio::error_code& write_error,
+                                                                                std::size_t written) {
+                          if (m_ended) return;
+                          if (write_error) return finish();
+                          direction.bytes += written;
+                          m_last_activity = Clock::now();
+                          if (cut) return finish();
+                          pump(keep_alive, from, to, direction, upward);
+                        });
     });
+  }
+
+  std::size_t allowed_up(std::size_t wanted) {
+    if (!m_allow_up || wanted == 0) return wanted;
+    const std::size_t allowed = m_allow_up(wanted);
+    if (allowed < wanted) m_cut_up = true;
+    return allowed;
   }
 
   void arm_idle_timer(std::shared_ptr<void> keep_alive) {
@@ -153,7 +182,9 @@ class Tunnel {
   Direction m_up;
   Direction m_down;
   bool m_ended = false;
+  bool m_cut_up = false;
   std::function<void()> m_on_end;
+  std::function<std::size_t(std::size_t)> m_allow_up;
 };
 
 }  // namespace mullet::net::relay

@@ -1,5 +1,6 @@
 #include "net/server.hpp"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -45,6 +46,13 @@ void listen_on_unix_socket(asio::local::stream_protocol::acceptor& acceptor, con
     cleanup();
     throw failure("cannot listen on " + named + " " + path + ": " + error.message());
   }
+}
+
+void answer_and_close(asio::local::stream_protocol::socket& socket, std::string_view response) {
+  [[maybe_unused]] const auto sent =
+      ::send(socket.native_handle(), response.data(), response.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  asio::error_code ignored;
+  socket.close(ignored);
 }
 
 }  // namespace mullet::net

@@ -1,5 +1,6 @@
-// The one accept/admit/stop skeleton of our servers (the egress proxy on a
-// unix socket, the bridge on TCP): it accepts connections, admits each as a
+// The one accept/admit/stop skeleton of our servers (the egress proxy and the
+// credential endpoint on unix sockets, as UnixSocketServer, which also owns
+// its socket file; the bridge on TCP): it accepts connections, admits each as a
 // session up to a cap, makes room at the cap by evicting the oldest session
 // that says it is evictable (or refuses the newcomer when none is), and stops
 // by closing the acceptor and every session.
@@ -26,10 +27,13 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 #include <spdlog/spdlog.h>
 #include <asio.hpp>
 
 #include "net/relay.hpp"
+#include "util/error.hpp"
 
 namespace mullet::net {
 
@@ -41,6 +45,11 @@ namespace mullet::net {
 // the path once it has stopped.
 void listen_on_unix_socket(asio::local::stream_protocol::acceptor& acceptor, const std::string& path,
                            std::string_view what);
+
+// Writes `response` to a socket the server could not admit and closes it. A
+// new socket's buffer is empty: a small answer is written at once or not at
+// all, never waited for.
+void answer_and_close(asio::local::stream_protocol::socket& socket, std::string_view response);
 
 // When accept() fails (out of descriptors), the connection stays queued and
 // the acceptor stays ready; waiting a little keeps that from spinning.
@@ -188,6 +197,61 @@ class Server {
   asio::io_context m_io;
   Acceptor m_acceptor{m_io};
   asio::steady_timer m_accept_retry{m_io};
+};
+
+// A Server on a unix socket that owns its socket file: start() creates it
+// (listen_on_unix_socket) and serves on a background thread, stop() stops
+// serving and removes it. The egress proxy and the credential endpoint are
+// each one of these with their own sessions.
+template <typename Session>
+class UnixSocketServer {
+ public:
+  using Protocol = asio::local::stream_protocol;
+  using Base = Server<Protocol, Session>;
+
+  // `who` names the server in the log ("egress proxy"), `name` in errors
+  // ("the egress proxy", its socket "the egress proxy's socket").
+  UnixSocketServer(const char* who, std::string name, std::string socket_path, std::size_t max_connections,
+                   typename Base::MakeSession make_session, typename Base::Refuse refuse)
+      : m_name(std::move(name)),
+        m_socket_path(std::move(socket_path)),
+        m_server(who, max_connections, std::move(make_session), std::move(refuse)) {}
+  UnixSocketServer(const UnixSocketServer&) = delete;
+  UnixSocketServer& operator=(const UnixSocketServer&) = delete;
+  ~UnixSocketServer() { stop(); }
+
+  // Creates the socket and serves on a background thread. Throws
+  // mullet::Error when the path exists or cannot be bound. Once per object.
+  void start() {
+    if (m_started) throw failure(m_name + " was already started");
+    listen_on_unix_socket(m_server.acceptor(), m_socket_path, m_name + "'s socket");
+    m_created_socket = true;
+    m_started = true;
+    m_server.run_in_background();
+  }
+
+  // Closes the listening socket and every session, joins the thread and
+  // removes the socket file. Idempotent.
+  void stop() {
+    if (!m_started) return;
+    m_server.stop();
+    if (m_created_socket) ::unlink(m_socket_path.c_str());
+    m_created_socket = false;
+  }
+
+  bool started() const { return m_started; }
+  const std::string& socket_path() const { return m_socket_path; }
+  // Sessions currently admitted (any thread).
+  std::size_t active() const { return m_server.active(); }
+  // The server's thread only: a session that has ended.
+  void forget(std::uint64_t id) { m_server.forget(id); }
+
+ private:
+  const std::string m_name;
+  const std::string m_socket_path;
+  bool m_started = false;
+  bool m_created_socket = false;
+  Base m_server;
 };
 
 }  // namespace mullet::net

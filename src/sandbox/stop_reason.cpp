@@ -13,7 +13,7 @@ struct StopEntry {
 };
 
 // In the enum's order, one row per reason (checked below).
-constexpr std::array<StopEntry, 14> stop_table = {{
+constexpr std::array<StopEntry, 15> stop_table = {{
     {StopReason::exit, "exit", ""},
     {StopReason::signal, "signal", ""},
     {StopReason::timeout, "timeout", "the phase's wall-clock limit (limits.timeout, or the gate's timeout)"},
@@ -28,6 +28,9 @@ constexpr std::array<StopEntry, 14> stop_table = {{
     {StopReason::turns, "turns", "the turn limit (limits.turns)"},
     {StopReason::cost, "cost", "the cost limit (limits.cost_usd)"},
     {StopReason::budget, "budget", "the job's metered API cost reached limits.cost_usd"},
+    {StopReason::egress, "egress",
+     "the job's uploads (bytes sent upstream through the egress proxy and the API endpoint) reached "
+     "limits.egress_mb"},
     {StopReason::worker_refused, "worker_refused",
      "the worker did not start as git-mullet asked, so its executor stopped it"},
 }};

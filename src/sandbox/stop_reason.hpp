@@ -25,6 +25,7 @@ enum class StopReason {
   turns,           // limits.turns (the executor's session)
   cost,            // limits.cost_usd, as the worker reports it (the executor's session)
   budget,          // limits.cost_usd, as the credential endpoint meters it
+  egress,          // limits.egress_mb: what the job sent upstream (egress proxy and credential endpoint)
   worker_refused,  // the executor saw the worker start other than asked (the last: stop_reason.cpp)
 };
 

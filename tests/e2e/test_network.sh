@@ -377,6 +377,31 @@ test_the_worker_reaches_the_server_only_when_granted() {
   assert_eq "$(accepts HTTP)" 2 "connections"
 }
 
+test_uploads_stop_at_limits_egress_mb() {
+  start_server echo ECHO
+  net_repo repo
+  cd repo
+  # 50 MB through a granted tunnel with a cap of 5 MiB. The worker would
+  # wait for the phase's timeout afterwards: only the cap can end it early.
+  grant_config "" "\"127.0.0.1:$ECHO\"" 'egress_mb = 5'
+  run_job -m upload --command "python3 net.py connect tcp 127.0.0.1 $ECHO 52428800; exec sleep 600"
+  [ "$RUN_CODE" = 1 ] || fail "the job did not fail ($RUN_CODE): $JOB_JSON"
+  assert_eq "$(json_field "$JOB_JSON" state)" failed
+  assert_eq "$(json_get "$JOB_JSON" '.phases[0].ended_by')" egress "how the worker ended"
+  assert_contains "$(json_field "$JOB_JSON" error)" "limits.egress_mb" "the error names the limit"
+  assert_eq "$(json_get "$JOB_JSON" '.phases[0].upload.limit_bytes')" 5242880 "the cap in the record"
+  local recorded
+  recorded="$(json_get "$JOB_JSON" ".phases[0].upload.bytes_up[\"127.0.0.1:$ECHO\"]")"
+  [ "$recorded" -gt 0 ] && [ "$recorded" -le 5242880 ] || fail "bytes up recorded: $recorded"
+  assert_contains "$(decisions 0)" "cut at the upload limit (limits.egress_mb)" "the decision"
+  # What the server received: no more than the record says went out (the
+  # cut resets the connection, which may drop what the server had not read).
+  wait_closes ECHO 1
+  local received
+  received="$(server_log ECHO | grep '"close"' | jq -s 'map(.received) | add')"
+  [ "$received" -gt 0 ] && [ "$received" -le "$recorded" ] || fail "the server received $received bytes (recorded $recorded)"
+}
+
 # free_port: a loopback port nothing listens on (bound, then closed).
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

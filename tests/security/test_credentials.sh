@@ -260,6 +260,38 @@ test_an_upstream_that_reports_more_than_it_was_allowed_is_still_metered() {
   result_lacks file-2
 }
 
+test_uploads_through_the_endpoint_stop_at_limits_egress_mb() {
+  scratch
+  export MY_VAULT_KEY="$(new_key)"
+  # Claude Code's Bash cannot reach the endpoint, but every request carries
+  # the whole conversation: 60 turns that each add 28 KB of Bash output make
+  # the requests add up to about 50 MB, ten times the cap.
+  local turns=() k
+  for k in $(seq 1 60); do
+    turns+=("$(bash_turn "b$k" "python3 -c 'import os; print(os.urandom(14000).hex())'")")
+  done
+  tls_api "$(script "${turns[@]}" "$(done_turn "pushed")")"
+  credential_config '"python3:*"' "$CA_DIR/ca.pem" 'egress_mb = 5'
+  new_repo repo
+  cd repo
+  run_job -m "push 50 MB upstream"
+  expect_job 1
+  assert_eq "$(json_get "$JOB_JSON" '.phases[0].ended_by')" egress "how the worker ended"
+  assert_contains "$(json_field "$JOB_JSON" error)" "limits.egress_mb" "the error names the limit"
+  assert_eq "$(json_get "$JOB_JSON" '.phases[0].upload.limit_bytes')" 5242880 "the cap in the record"
+  local recorded received
+  recorded="$(json_get "$JOB_JSON" ".phases[0].upload.bytes_up[\"127.0.0.1:$API_PORT\"]")"
+  [ "$recorded" -gt 1048576 ] && [ "$recorded" -le 5242880 ] || fail "bytes up recorded: $recorded"
+  assert_eq "$(json_get "$JOB_JSON" '.phases[0].api.totals.bytes_up | add')" "$recorded" "the endpoint's own count"
+  # The upstream got the request bodies the record counts (with their heads),
+  # no more than the cap, and never the request that would have crossed it.
+  received="$(jq -s '[.[] | .body | tojson | length] | add // 0' "$API_LOG")"
+  [ "$received" -gt 1048576 ] && [ "$received" -le "$recorded" ] || fail "the upstream received $received bytes of bodies"
+  assert_eq "$(json_get "$JOB_JSON" '[.phases[0].api.requests[] | select(.outcome == "egress") | .status] | unique')" \
+    '[413]' "the request that would have crossed the cap"
+  [ "$(messages_requests)" -lt 40 ] || fail "the conversation went on past the cap: $(messages_requests) requests"
+}
+
 test_an_upstream_that_is_down_or_unverified_is_named_fast() {
   scratch
   export MY_VAULT_KEY="$(new_key)"

@@ -89,7 +89,7 @@ TEST_CASE("a new Config holds the built-in defaults") {
   CHECK(settings.run.setup.empty());
   CHECK(settings.run.dependency_dirs == std::vector<std::string>{"node_modules", "vendor", ".venv", "target", "build"});
   CHECK(settings.sandbox.history == History::base);
-  CHECK(config.entries().size() == 26);
+  CHECK(config.entries().size() == 27);
   for (const auto& [key, entry] : config.entries()) {
     INFO(key);
     CHECK(entry.source == Source::built_in);
@@ -393,6 +393,20 @@ TEST_CASE("the repository file may narrow [sandbox] history but not widen it") {
   }
 }
 
+TEST_CASE("limits.egress_mb: 256 MiB by default; the repository file may only lower it") {
+  Config config;
+  CHECK(config.settings().limits.egress_mb.count() == 256);
+  REQUIRE(merge_user(config, "[limits]\negress_mb = 50\n").empty());
+  CHECK(config.settings().limits.egress_mb.bytes() == std::uint64_t{50} << 20U);
+  const auto raised = merge_repo(config, "[limits]\negress_mb = 51\n");
+  REQUIRE(raised.size() == 1);
+  CHECK(raised[0].severity == ExitCode::refused);
+  CHECK(find_problem(raised, {"limits.egress_mb", "may only lower", "yours is 50"}) != nullptr);
+  CHECK(config.settings().limits.egress_mb.count() == 50);
+  CHECK(merge_repo(config, "[limits]\negress_mb = 5\n").empty());
+  CHECK(config.settings().limits.egress_mb.count() == 5);
+}
+
 TEST_CASE("malformed input in the repository file is a usage problem, not a refusal") {
   Config config;
   const auto problems = merge_repo(config, "[limits]\ntimeout = \"x\"\nbogus = 1\n");
@@ -625,7 +639,7 @@ const std::vector<IntegerRange>& integer_ranges() {
       {"run.max_parallel", 0, 1024},       {"limits.timeout", 1, 2592000},    {"limits.job_timeout", 1, 2592000},
       {"limits.gate_timeout", 1, 2592000}, {"limits.turns", 1, 1000000},      {"limits.inactivity", 1, 2592000},
       {"limits.memory_mb", 1, 1048576},    {"limits.processes", 1, 1048576},  {"limits.disk_mb", 1, 1048576},
-      {"limits.file_mb", 1, 1048576},
+      {"limits.file_mb", 1, 1048576},      {"limits.egress_mb", 1, 1048576},
   };
   return ranges;
 }

@@ -34,8 +34,8 @@ Settings built_in() {
   settings.sandbox = {{}, 1879048192, 1024, mullet::config::History::base};
   settings.network = {{}, {}};
   settings.claude = {"claude", "https://api.anthropic.com", {}, ""};
-  settings.limits = {seconds(3600), seconds(14400),  seconds(1800), seconds(1800),    200,
-                     20.0,          Mebibytes(8192), 1024,          Mebibytes(10240), Mebibytes(100)};
+  settings.limits = {seconds(3600),   seconds(14400), seconds(1800),    seconds(1800),  200,           20.0,
+                     Mebibytes(8192), 1024,           Mebibytes(10240), Mebibytes(100), Mebibytes(256)};
   return settings;
 }
 
@@ -90,7 +90,7 @@ TEST_CASE("Settings follow the user's file, typed") {
       "[network]\nsetup = [\"registry.npmjs.org:443\"]\nworker = [\"*\"]\n"
       "[claude]\nbinary = \"/opt/claude\"\nbase_url = \"http://127.0.0.1:8080\"\nallow_bash = [\"make *\"]\n"
       "[limits]\ntimeout = 600\njob_timeout = 1200\ngate_timeout = 60\ninactivity = 30\nturns = 7\ncost_usd = 1.5\n"
-      "memory_mb = 512\nprocesses = 64\ndisk_mb = 100\nfile_mb = 2\n"
+      "memory_mb = 512\nprocesses = 64\ndisk_mb = 100\nfile_mb = 2\negress_mb = 9\n"
       "[[gate]]\nname = \"tests\"\ncommand = \"make test\"\ntimeout = 90\n",
       "user.toml", Source::user_file);
   INFO(messages(problems));
@@ -100,8 +100,8 @@ TEST_CASE("Settings follow the user's file, typed") {
   expected.sandbox = {{"GOFLAGS"}, 100000, 8, mullet::config::History::all};
   expected.network = {{"registry.npmjs.org:443"}, {"*"}};
   expected.claude = {"/opt/claude", "http://127.0.0.1:8080", {"make *"}, ""};
-  expected.limits = {seconds(600), seconds(1200),  seconds(60), seconds(30),    7,
-                     1.5,          Mebibytes(512), 64,          Mebibytes(100), Mebibytes(2)};
+  expected.limits = {seconds(600), seconds(1200),  seconds(60),  seconds(30), 7, 1.5, Mebibytes(512),
+                     64,           Mebibytes(100), Mebibytes(2), Mebibytes(9)};
   expected.gates = {Gate{"tests", "make test", 90, "user.toml:31"}};
   const Settings settings = config.settings();
   CHECK(settings.run == expected.run);

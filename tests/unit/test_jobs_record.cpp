@@ -18,6 +18,7 @@ using mullet::jobs::record_from_json;
 using mullet::jobs::state_name;
 using mullet::jobs::summary_json;
 using mullet::jobs::to_json;
+using mullet::jobs::UploadRecord;
 using mullet::jobs::WorkerReport;
 using mullet::sandbox::StopReason;
 using nlohmann::json;
@@ -50,9 +51,18 @@ JobRecord full_record() {
                                       {{"upstream", "https://api.anthropic.com"},
                                        {"budget_usd", 2.5},
                                        {"totals", {{"cost_usd", 0.42}}},
-                                       {"requests", nlohmann::json::array({{{"status", 200}}})}}});
-  record.phases.push_back(PhaseRecord{
-      "gate:test", {"make", "test"}, 2, StopReason::timeout, 60000, "FAIL x\n", {}, nlohmann::json::array(), {}});
+                                       {"requests", nlohmann::json::array({{{"status", 200}}})}},
+                                      UploadRecord{5U << 20U, 1000, {{"api.example:443", 4096}, {"[::1]:8080", 1}}}});
+  record.phases.push_back(PhaseRecord{"gate:test",
+                                      {"make", "test"},
+                                      2,
+                                      StopReason::timeout,
+                                      60000,
+                                      "FAIL x\n",
+                                      {},
+                                      nlohmann::json::array(),
+                                      {},
+                                      std::nullopt});
   record.cost_usd = 0.42;
   record.snapshot_warnings = {"skipped a socket: run/x.sock", "skipped a fifo"};
   record.runner.pid = 4242;
@@ -109,6 +119,7 @@ void check_same(const JobRecord& a, const JobRecord& b) {
     CHECK(a.phases[i].output_tail == b.phases[i].output_tail);
     CHECK(a.phases[i].grants == b.phases[i].grants);
     CHECK(a.phases[i].network == b.phases[i].network);
+    CHECK(a.phases[i].upload == b.phases[i].upload);
   }
   CHECK(a.snapshot_warnings == b.snapshot_warnings);
   CHECK(a.runner.pid == b.runner.pid);
@@ -157,6 +168,10 @@ TEST_CASE("to_json writes every field under its documented name") {
   CHECK(out["phases"][1]["ended_by"] == "timeout");
   CHECK(out["phases"][1]["duration_ms"] == 60000);
   CHECK(out["phases"][1]["output_tail"] == "FAIL x\n");
+  CHECK(out["phases"][0]["upload"] == json{{"limit_bytes", 5U << 20U},
+                                           {"before_bytes", 1000},
+                                           {"bytes_up", {{"api.example:443", 4096}, {"[::1]:8080", 1}}}});
+  CHECK(out["phases"][1]["upload"].is_null());
   CHECK(out["snapshot_warnings"] == json::array({"skipped a socket: run/x.sock", "skipped a fifo"}));
   CHECK(out["runner"]["pid"] == 4242);
   CHECK(out["runner"]["start_ticks"] == 9876543210123ULL);
@@ -298,6 +313,14 @@ TEST_CASE("record_from_json refuses every field of the wrong type, size or conte
   CHECK(damaged_field([](json& r) { r["phases"][0]["ended_by"] = "exploded"; }) == "phases[0].ended_by");
   CHECK(damaged_field([](json& r) { r["phases"][0]["ended_by"] = "Exit"; }) == "phases[0].ended_by");
   CHECK(damaged_field([](json& r) { r["phases"][0]["ended_by"] = 0; }) == "phases[0].ended_by");
+  CHECK(damaged_field([](json& r) { r["phases"][0]["upload"] = "lots"; }) == "phases[0].upload");
+  CHECK(damaged_field([](json& r) { r["phases"][0]["upload"]["limit_bytes"] = -1; }) == "phases[0].upload.limit_bytes");
+  CHECK(damaged_field([](json& r) { r["phases"][0]["upload"]["bytes_up"] = json::array({1}); }) ==
+        "phases[0].upload.bytes_up");
+  CHECK(damaged_field([](json& r) { r["phases"][0]["upload"]["bytes_up"]["x:1"] = -5; }) ==
+        "phases[0].upload.bytes_up");
+  CHECK(damaged_field([](json& r) { r["phases"][0]["upload"]["bytes_up"]["two\nlines:1"] = 5; }) ==
+        "phases[0].upload.bytes_up");
   CHECK(damaged_field([](json& r) {
           r["attempts"] = json::array({{{"number", 1}, {"gates", json::array({{{"ended_by", "timeout "}}})}}});
         }) == "attempts[0].gates[0].ended_by");

@@ -42,6 +42,7 @@ using mullet::UniqueFd;
 using mullet::net::ApiOutcome;
 using mullet::net::ApiRequestRecord;
 using mullet::net::carries_sentinel;
+using mullet::net::client_response_head;
 using mullet::net::credential_header;
 using mullet::net::CredentialEndpoint;
 using mullet::net::CredentialEndpointOptions;
@@ -281,6 +282,25 @@ TEST_CASE("credential endpoint: the head sent upstream has the real key, no sent
   CHECK(upstream_request_head(*plain, *direct, {"x-api-key", "sk-real"}, 0) ==
         "GET /v1/models HTTP/1.1\r\nHost: api.anthropic.com\r\nx-api-key: sk-real\r\n"
         "Accept-Encoding: identity\r\nConnection: close\r\n\r\n");
+}
+
+TEST_CASE("credential endpoint: the answer's head keeps the upstream's headers, with framing of its own") {
+  const auto chunked = mullet::net::http::parse_response_head(
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+      "Connection: keep-alive, X-Hop\r\nX-Hop: 1\r\nSet-Cookie: a=b\r\nrequest-id: r1\r\n\r\n",
+      "POST");
+  REQUIRE(chunked);
+  CHECK(client_response_head(*chunked, true) ==
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nrequest-id: r1\r\n"
+        "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+  // An HTTP/1.0 client gets the body until the close.
+  CHECK(client_response_head(*chunked, false) ==
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nrequest-id: r1\r\nConnection: close\r\n\r\n");
+  const auto sized =
+      mullet::net::http::parse_response_head("HTTP/1.1 404 Not Found\r\ncontent-length: 2\r\n\r\n", "POST");
+  REQUIRE(sized);
+  CHECK(client_response_head(*sized, true) ==
+        "HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\nConnection: close\r\n\r\n");
 }
 
 TEST_CASE("credential endpoint: a bad credential header refuses the endpoint, without quoting the credential") {
@@ -1101,6 +1121,41 @@ TEST_CASE("credential endpoint: usage is summed and priced; the request after th
   CHECK(spent.endpoint->budget_exhausted());
   CHECK(ask(spent.socket_path, post("/v1/messages", {spent.key_header()}, message_body())).status == 402);
   CHECK(upstream.exchanges().size() == 3);
+}
+
+TEST_CASE("credential endpoint: a request that would pass the upload cap never leaves, nor does any after it") {
+  TestUpstream upstream(nullptr);
+  upstream.answer_with([](const Exchange&) { return whole_stream(answer_events("test-model-1", 10, 10, "answer")); });
+  const auto cap = std::make_shared<mullet::net::UploadCap>(6'000);
+  Endpoint endpoint("http://127.0.0.1:" + std::to_string(upstream.port()), "",
+                    [&](CredentialEndpointOptions& options) { options.upload_cap = cap; });
+  const std::string destination = "127.0.0.1:" + std::to_string(upstream.port());
+  const auto padded = [](std::size_t size) {
+    auto body = nlohmann::json::parse(message_body());
+    body["messages"][0]["content"] = std::string(size, 'x');
+    return body.dump();
+  };
+  CHECK(ask(endpoint.socket_path, post("/v1/messages", {endpoint.key_header()}, padded(2'000))).status == 200);
+  const auto first = cap->bytes_up().at(destination);
+  CHECK(first > 2'000);
+  CHECK_FALSE(cap->exhausted());
+  // This one would take the total past 6,000 bytes: refused whole.
+  const auto refused = ask(endpoint.socket_path, post("/v1/messages", {endpoint.key_header()}, padded(4'000)));
+  CHECK(refused.status == 413);
+  CHECK(refused.json["error"]["message"].get<std::string>().find("limits.egress_mb") != std::string::npos);
+  CHECK(refused.head.find("\r\nx-should-retry: false\r\n") != std::string::npos);
+  CHECK(cap->exhausted());
+  // A small one would fit, but the cap is reached: nothing more goes.
+  CHECK(ask(endpoint.socket_path, post("/v1/messages", {endpoint.key_header()}, padded(10))).status == 413);
+  CHECK(upstream.exchanges().size() == 1);
+  CHECK(cap->bytes_up().at(destination) == first);
+  const auto records = endpoint.records(3);
+  REQUIRE(records.size() == 3);
+  CHECK(records[0].bytes_up == first);
+  CHECK(records[1].outcome == ApiOutcome::egress);
+  CHECK(records[1].bytes_up == 0);
+  CHECK(records[2].outcome == ApiOutcome::egress);
+  CHECK(endpoint.endpoint->totals().bytes_up.at(destination) == first);
 }
 
 TEST_CASE("credential endpoint: under a budget, an answer without readable usage stops forwarding") {

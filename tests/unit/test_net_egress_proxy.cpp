@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,6 +29,7 @@
 #include <asio.hpp>
 
 #include "net/bridge.hpp"
+#include "net/egress_policy.hpp"
 #include "net/egress_proxy.hpp"
 #include "net/http_head.hpp"
 #include "util/error.hpp"
@@ -38,12 +40,14 @@
 using mullet::UniqueFd;
 using mullet::net::Bridge;
 using mullet::net::BridgeOptions;
+using mullet::net::choose_addresses;
 using mullet::net::EgressProxy;
 using mullet::net::grant_allows;
 using mullet::net::grant_names_address;
 using mullet::net::parse_proxy_request;
 using mullet::net::ProxyDecision;
 using mullet::net::ProxyOptions;
+using mullet::net::refuse_destination;
 using mullet::net::run_bridge;
 using mullet::test::ScratchDir;
 using Strings = std::vector<std::string>;
@@ -191,6 +195,11 @@ class TestServer {
     const std::lock_guard lock(m_mutex);
     return m_connections;
   }
+  // Bytes received, every connection together.
+  std::uint64_t received() const {
+    const std::lock_guard lock(m_mutex);
+    return m_received;
+  }
 
  private:
   class Connection : public std::enable_shared_from_this<Connection> {
@@ -205,6 +214,10 @@ class TestServer {
                                    return;
                                  }
                                  self->m_data.append(self->m_buffer.data(), count);
+                                 {
+                                   const std::lock_guard lock(self->m_server.m_mutex);
+                                   self->m_server.m_received += count;
+                                 }
                                  self->on_data();
                                });
     }
@@ -290,6 +303,7 @@ class TestServer {
   mutable std::mutex m_mutex;
   Strings m_requests;
   int m_connections = 0;
+  std::uint64_t m_received = 0;
   asio::io_context m_io;
   asio::ip::tcp::acceptor m_acceptor{m_io, asio::ip::tcp::endpoint(ip("127.0.0.1"), 0)};
   std::thread m_thread;
@@ -433,6 +447,56 @@ TEST_CASE("proxy grants: only a grant of that very address lets a restricted add
   CHECK_FALSE(grant_names_address(grants, ip("10.1.2.3"), 80));
   CHECK_FALSE(grant_names_address({"*"}, ip("10.0.0.1"), 80));  // '*' never names an address
   CHECK_FALSE(grant_names_address(grants, ip("::ffff:127.0.0.1"), 8080));
+}
+
+TEST_CASE("proxy policy: a destination is refused before resolving when ungranted or a loopback name") {
+  const Strings grants = {"example.com:443", "localhost:8080", "127.0.0.1:9000", "*"};
+  CHECK_FALSE(refuse_destination(grants, "example.com", 443));
+  CHECK_FALSE(refuse_destination(grants, "127.0.0.1", 9000));
+  CHECK_FALSE(refuse_destination({"example.com:443"}, "EXAMPLE.com", 443));
+  const auto ungranted = refuse_destination({"example.com:443"}, "example.com", 80);
+  REQUIRE(ungranted);
+  CHECK(ungranted->status == 403);
+  CHECK(ungranted->reason == "not on the allow list");
+  CHECK_FALSE(ungranted->allowed);
+  // Granted by name, yet a name for loopback: never reached by resolving it.
+  for (const auto* host : {"localhost", "db.localhost"}) {
+    INFO(host);
+    const auto loopback = refuse_destination(grants, host, 8080);
+    REQUIRE(loopback);
+    CHECK(loopback->status == 403);
+    CHECK(loopback->reason == "localhost is a loopback name");
+  }
+  const auto nothing = refuse_destination(grants, "", 443);
+  REQUIRE(nothing);
+  CHECK(nothing->status == 403);
+}
+
+TEST_CASE("proxy policy: resolved addresses of the host's networks are left out unless granted by address") {
+  const Strings grants = {"example.com:443", "10.1.2.3:443"};
+  auto choice = choose_addresses(grants, {ip("127.0.0.1"), ip("93.184.216.34"), ip("10.0.0.1")}, 443);
+  CHECK_FALSE(choice.refusal);
+  CHECK(choice.permitted == std::vector<asio::ip::address>{ip("93.184.216.34")});
+
+  choice = choose_addresses(grants, {ip("10.1.2.3"), ip("10.1.2.4")}, 443);
+  CHECK(choice.permitted == std::vector<asio::ip::address>{ip("10.1.2.3")});
+  CHECK_FALSE(choice.refusal);
+
+  choice = choose_addresses(grants, {ip("10.1.2.3")}, 80);  // the grant names another port
+  CHECK(choice.permitted.empty());
+  REQUIRE(choice.refusal);
+  CHECK(choice.refusal->status == 403);
+  CHECK(choice.refusal->reason == "resolves to a private address 10.1.2.3");
+
+  choice = choose_addresses(grants, {ip("::ffff:127.0.0.1"), ip("::1")}, 443);
+  REQUIRE(choice.refusal);
+  CHECK(choice.refusal->reason == "resolves to a loopback address ::ffff:127.0.0.1");
+
+  choice = choose_addresses(grants, {}, 443);
+  REQUIRE(choice.refusal);
+  CHECK(choice.refusal->status == 502);
+  CHECK(choice.refusal->allowed);
+  CHECK(choice.refusal->reason == "cannot resolve: no address");
 }
 
 TEST_CASE("proxy request heads: CONNECT") {
@@ -642,6 +706,49 @@ TEST_CASE("egress proxy: CONNECT tunnels both ways to a granted address, and the
   CHECK(json.back()["allowed"] == true);
   CHECK(json.back()["bytes_up"] == 25 * 4096);
   CHECK(wait_for([&] { return fixture.proxy.active_connections() == 0; }));
+}
+
+TEST_CASE("egress proxy: the tunnel that reaches the upload cap is cut there, and later requests are refused") {
+  constexpr std::uint64_t limit = 100'000;
+  ProxyOptions options;
+  options.upload_cap = std::make_shared<mullet::net::UploadCap>(limit, 1000);
+  Fixture fixture(options);
+  const auto fd = fixture.direct()();
+  REQUIRE(fd);
+  const std::string target = "127.0.0.1:" + fixture.port;
+  REQUIRE(send_all(fd.get(), "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n"));
+  CHECK(read_head(fd.get()) == "HTTP/1.1 200 Connection established\r\n\r\n");
+  // Three times what is left; the echo sends back what reached the server.
+  const auto sent = pattern_bytes(300'000, 7);
+  std::thread sender([&] { send_all(fd.get(), sent); });
+  bool ended = false;
+  const auto echoed = read_some_until(fd.get(), {}, 0, 10s, &ended);
+  sender.join();
+  CHECK(ended);
+  // What reached the server stops at the cap. (Less may: closing the
+  // tunnel with the server's echo unread resets the connection, which can
+  // drop what the server had not read yet.)
+  CHECK(wait_for([&] { return fixture.server.received() > 0; }));
+  CHECK(fixture.server.received() <= limit - 1000);
+  CHECK(echoed.size() <= limit - 1000);
+  CHECK(echoed == sent.substr(0, echoed.size()));
+  CHECK(options.upload_cap->exhausted());
+  CHECK(options.upload_cap->bytes_up() == std::map<std::string, std::uint64_t>{{target, limit - 1000}});
+  REQUIRE(wait_for([&] {
+    const auto found = fixture.decisions_for("CONNECT", "127.0.0.1");
+    return !found.empty() && found.back().bytes_up > 0;
+  }));
+  const auto decision = fixture.decisions_for("CONNECT", "127.0.0.1").back();
+  CHECK(decision.bytes_up == limit - 1000);
+  CHECK(decision.reason == "on the allow list; cut at the upload limit (limits.egress_mb)");
+
+  // Once the cap is reached, nothing more is let through.
+  const auto next = fixture.direct()();
+  REQUIRE(next);
+  REQUIRE(send_all(next.get(), "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n"));
+  const auto refused = read_to_end(next.get());
+  CHECK(refused.starts_with("HTTP/1.1 403 Forbidden\r\n"));
+  CHECK(refused.find("upload limit (limits.egress_mb) is reached") != std::string::npos);
 }
 
 TEST_CASE("egress proxy: bytes sent right after the CONNECT head reach the destination first") {

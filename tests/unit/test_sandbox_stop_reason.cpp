@@ -18,7 +18,7 @@ using mullet::sandbox::StopReason;
 TEST_CASE("stop reasons: the names the records have always held, each once") {
   const auto names = stop_names();
   CHECK(names == std::vector<std::string>{"exit", "signal", "timeout", "job_timeout", "inactivity", "memory", "disk",
-                                          "stalled", "cancelled", "refused", "turns", "cost", "budget",
+                                          "stalled", "cancelled", "refused", "turns", "cost", "budget", "egress",
                                           "worker_refused"});
   CHECK(std::set<std::string>(names.begin(), names.end()).size() == names.size());
   for (const auto& name : names) {
@@ -47,6 +47,7 @@ TEST_CASE("stop reasons: exit and signal are no stop, the others say what stoppe
   CHECK(describe_stop(StopReason::timeout) ==
         "timeout: the phase's wall-clock limit (limits.timeout, or the gate's timeout)");
   CHECK(describe_stop(StopReason::budget) == "budget: the job's metered API cost reached limits.cost_usd");
+  CHECK(describe_stop(StopReason::egress).find("limits.egress_mb") != std::string::npos);
 }
 
 TEST_CASE("stop reasons: the state a job ends in") {
@@ -55,7 +56,7 @@ TEST_CASE("stop reasons: the state a job ends in") {
   CHECK(state_after(StopReason::worker_refused) == JobState::refused);
   for (const StopReason failed : {StopReason::exit, StopReason::signal, StopReason::timeout, StopReason::job_timeout,
                                   StopReason::inactivity, StopReason::memory, StopReason::disk, StopReason::stalled,
-                                  StopReason::turns, StopReason::cost, StopReason::budget}) {
+                                  StopReason::turns, StopReason::cost, StopReason::budget, StopReason::egress}) {
     INFO(stop_name(failed));
     CHECK(state_after(failed) == JobState::failed);
   }
