@@ -13,9 +13,20 @@
 #include "sandbox/doctor.hpp"
 #include "util/error.hpp"
 #include "util/process.hpp"
+#include "util/strings.hpp"
 
 namespace mullet::cli {
 namespace {
+
+// What Bash runs: allow_bash, and Claude Code's read-only forms of the
+// commands it names (every other one is denied).
+std::string bash_summary(const std::vector<std::string>& allow_bash) {
+  if (allow_bash.empty()) return "no Bash tool ([claude] allow_bash is empty)";
+  std::string text = "Bash runs only " + util::join(allow_bash, ", ");
+  const auto kept = executors::claude::commands_kept(allow_bash);
+  if (!kept.empty()) text += ", and Claude Code's own read-only forms of " + util::join(kept, ", ");
+  return text;
+}
 
 // Which Claude Code a job would run, and whether it has every flag we rely on.
 sandbox::Check claude_check(const config::Settings& settings, const std::string& cache_dir) {
@@ -28,7 +39,8 @@ sandbox::Check claude_check(const config::Settings& settings, const std::string&
         value_or_throw(executors::claude::resolve_binary(settings.claude.binary, util::host_path()));
     const auto binary = executors::claude::probe_binary(real_path, cache_dir);
     check.detail = binary.path + " (" + binary.version + ")";
-    const auto argv = executors::claude::build_argv(binary.flags, {"settings.json", "{}", 0});
+    const auto argv = executors::claude::build_argv(
+        binary.flags, {executors::claude::worker_tools(settings.claude.allow_bash), "settings.json", "{}", 0});
     if (!argv) {
       check.required = required;
       check.detail += ": " + std::string(argv.error().what());
@@ -36,6 +48,7 @@ sandbox::Check claude_check(const config::Settings& settings, const std::string&
       return check;
     }
     check.ok = true;
+    check.detail += "; " + bash_summary(settings.claude.allow_bash);
   } catch (const Error& error) {
     check.detail = error.what();
     check.fix = error.hint();

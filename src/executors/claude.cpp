@@ -17,8 +17,11 @@ namespace {
 
 class ClaudeSession final : public WorkerSession {
  public:
-  ClaudeSession(bool show_progress, const SessionLimits& limits)
-      : m_limits(limits), m_printer(show_progress, ::isatty(STDERR_FILENO) == 1), m_started(util::monotonic_ms()) {}
+  ClaudeSession(std::vector<std::string> tools, bool show_progress, const SessionLimits& limits)
+      : m_tools(std::move(tools)),
+        m_limits(limits),
+        m_printer(show_progress, ::isatty(STDERR_FILENO) == 1),
+        m_started(util::monotonic_ms()) {}
 
   void on_stdout(std::string_view chunk) override { take(m_splitter.feed(chunk)); }
 
@@ -59,7 +62,7 @@ class ClaudeSession final : public WorkerSession {
       const bool is_init = event.find("type") != event.end() && event["type"] == "system" &&
                            event.find("subtype") != event.end() && event["subtype"] == "init";
       if (is_init && m_state.init && m_refusal.empty()) {
-        m_refusal = claude::check_init(*m_state.init, claude::worker_tools());
+        m_refusal = claude::check_init(*m_state.init, m_tools);
       }
     }
     if (!events.empty() && m_refusal.empty()) m_printer.update(progress());
@@ -75,6 +78,7 @@ class ClaudeSession final : public WorkerSession {
     return progress;
   }
 
+  std::vector<std::string> m_tools;
   SessionLimits m_limits;
   claude::EventSplitter m_splitter;
   claude::StreamState m_state;
@@ -104,11 +108,12 @@ WorkerSpec ClaudeExecutor::prepare(const TaskContext& task) const {
 
   const std::string settings_path = std::string(files_inside) + "/" + claude::settings_name;
   WorkerSpec spec;
+  spec.tools = claude::worker_tools(settings.claude.allow_bash);
   spec.command = value_or_throw(
       // No --max-budget-usd: Claude Code prices by the model it asked for,
       // the credential endpoint by what the API reports it used, and the
       // endpoint's figure is the one the job is charged and stopped by.
-      claude::build_argv(binary.flags, {settings_path, claude::result_schema().dump(), 0}));
+      claude::build_argv(binary.flags, {spec.tools, settings_path, claude::result_schema().dump(), 0}));
   spec.files.push_back(
       {claude::settings_name, claude::build_settings({settings.claude.allow_bash, settings.run.dependency_dirs,
                                                       sandbox::inside::work_tree, sandbox::inside::home})
@@ -135,8 +140,9 @@ WorkerSpec ClaudeExecutor::prepare(const TaskContext& task) const {
   return spec;
 }
 
-std::unique_ptr<WorkerSession> ClaudeExecutor::start_session(bool show_progress, const SessionLimits& limits) const {
-  return std::make_unique<ClaudeSession>(show_progress, limits);
+std::unique_ptr<WorkerSession> ClaudeExecutor::start_session(const WorkerSpec& spec, bool show_progress,
+                                                             const SessionLimits& limits) const {
+  return std::make_unique<ClaudeSession>(spec.tools, show_progress, limits);
 }
 
 }  // namespace mullet::executors

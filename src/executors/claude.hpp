@@ -11,7 +11,8 @@ class ClaudeExecutor final : public Executor {
   std::string name() const override { return "claude"; }
   bool needs_api() const override { return true; }
   WorkerSpec prepare(const TaskContext& task) const override;
-  std::unique_ptr<WorkerSession> start_session(bool show_progress, const SessionLimits& limits) const override;
+  std::unique_ptr<WorkerSession> start_session(const WorkerSpec& spec, bool show_progress,
+                                               const SessionLimits& limits) const override;
 };
 
 }  // namespace mullet::executors

@@ -1,5 +1,7 @@
 #include "executors/claude_args.hpp"
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <cctype>
 
@@ -8,9 +10,59 @@
 
 namespace mullet::executors::claude {
 
-const std::vector<std::string>& worker_tools() {
-  static const std::vector<std::string> tools = {"Read", "Edit", "Write", "Glob", "Grep", "Bash"};
+std::vector<std::string> worker_tools(const std::vector<std::string>& allow_bash) {
+  std::vector<std::string> tools = {"Read", "Edit", "Write", "Glob", "Grep"};
+  if (!allow_bash.empty()) tools.emplace_back("Bash");
   return tools;
+}
+
+const std::vector<std::string>& auto_allowed_commands() {
+  // Claude Code 2.1.197, each of these run in at least one form with no
+  // Bash rule (a sweep of every program on PATH and shell builtin, with no
+  // argument, a file, --version, and the forms its read-only tables name).
+  // `if`, `while` and `until` alone only reach bash as a syntax error, and
+  // are here so that nothing at all runs.
+  static const std::vector<std::string> commands = {
+      "[",         "[[",      "arch",     "base64",   "basename", "cal",     "cat",      "cd",       "claude",
+      "cmp",       "column",  "comm",     "cut",      "date",     "df",      "diff",     "dirname",  "docker",
+      "du",        "echo",    "egrep",    "expand",   "expr",     "false",   "fd",       "fdfind",   "fgrep",
+      "file",      "find",    "fmt",      "fold",     "free",     "git",     "grep",     "groups",   "head",
+      "help",      "hexdump", "history",  "hostname", "id",       "if",      "ifconfig", "ip",       "jq",
+      "locale",    "ls",      "lsof",     "man",      "md5sum",   "netstat", "nl",       "node",     "nproc",
+      "numfmt",    "od",      "paste",    "pgrep",    "pr",       "printf",  "ps",       "pwd",      "pyright",
+      "python",    "python3", "readlink", "realpath", "rev",      "rg",      "sed",      "seq",      "sha1sum",
+      "sha256sum", "sleep",   "sort",     "ss",       "stat",     "strings", "tac",      "tail",     "test",
+      "tput",      "tr",      "tree",     "true",     "tsort",    "type",    "uname",    "unexpand", "uniq",
+      "until",     "uptime",  "wc",       "which",    "while",    "whoami",  "xargs",
+  };
+  return commands;
+}
+
+std::vector<std::string> commands_to_deny(const std::vector<std::string>& allow_bash) {
+  // A pattern's first word is what Claude Code matches a command's first
+  // word against: "npm test:*" names npm, "make:*" make, "*" every command.
+  std::vector<std::string> first_words;
+  for (const auto& pattern : allow_bash) {
+    const auto trimmed = util::trim(pattern);
+    first_words.push_back(trimmed.substr(0, trimmed.find_first_of(" \t:")));
+  }
+  std::vector<std::string> denied;
+  for (const auto& command : auto_allowed_commands()) {
+    const bool named = std::any_of(first_words.begin(), first_words.end(), [&](const std::string& word) {
+      return word == command || ::fnmatch(word.c_str(), command.c_str(), 0) == 0;
+    });
+    if (!named) denied.push_back(command);
+  }
+  return denied;
+}
+
+std::vector<std::string> commands_kept(const std::vector<std::string>& allow_bash) {
+  const auto denied = commands_to_deny(allow_bash);
+  std::vector<std::string> kept;
+  for (const auto& command : auto_allowed_commands()) {
+    if (std::find(denied.begin(), denied.end(), command) == denied.end()) kept.push_back(command);
+  }
+  return kept;
 }
 
 std::set<std::string> flags_from_help(std::string_view help) {
@@ -33,7 +85,7 @@ Result<std::vector<std::string>> build_argv(const std::set<std::string>& availab
       {"--print"},
       {"--strict-mcp-config"},
       {"--disable-slash-commands"},
-      {"--tools", util::join(worker_tools(), ",")},
+      {"--tools", util::join(options.tools, ",")},
       {"--permission-mode", "dontAsk"},
       {"--output-format", "stream-json"},
       {"--verbose"},
@@ -76,6 +128,12 @@ nlohmann::json build_settings(const SettingsInputs& in) {
     deny.push_back("Edit(/" + path + "/**)");
     deny.push_back("Write(/" + path + "/**)");
     deny_write.push_back(path);
+  }
+  // Without Bash in --tools these would never be asked; with it, they turn
+  // off what Claude Code runs unasked (a deny rule beats its read-only
+  // allowance in every form probed: pipes, `;`, `&&`, quoting, variables).
+  if (!in.allow_bash.empty()) {
+    for (const auto& command : commands_to_deny(in.allow_bash)) deny.push_back("Bash(" + command + ":*)");
   }
 
   nlohmann::json settings;
@@ -126,14 +184,16 @@ std::string build_prompt(const PromptInputs& in) {
           ". The rules of this sandbox, so you do not waste attempts:\n";
   text += "- Edit files only under " + in.work_tree + "; nothing else is writable and your home is off limits.\n";
   if (in.allow_bash.empty()) {
-    text +=
-        "- You may not run shell commands: every Bash call will be refused. Use Read, Edit, Write, Glob and Grep.\n";
+    text += "- You have no shell: there is no Bash tool. Use Read, Edit, Write, Glob and Grep.\n";
   } else {
     text += "- Bash may run only these commands (Claude Code permission patterns), and nothing else:";
     for (const auto& pattern : in.allow_bash) text += " `" + pattern + "`";
     text +=
         "\n- Run one command per Bash call: compound commands (&&, ||, ;, |) and redirections to other programs "
         "are refused.\n";
+    if (const auto kept = commands_kept(in.allow_bash); !kept.empty()) {
+      text += "- Claude Code's own read-only forms of these commands also run: " + util::join(kept, ", ") + ".\n";
+    }
   }
   text += "- There is no network access.\n";
   text +=

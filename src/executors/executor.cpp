@@ -47,7 +47,8 @@ WorkerOutcome plain_outcome(const sandbox::RunResult& run) {
   return outcome;
 }
 
-std::unique_ptr<WorkerSession> Executor::start_session(bool show_progress, const SessionLimits& /*limits*/) const {
+std::unique_ptr<WorkerSession> Executor::start_session(const WorkerSpec& /*spec*/, bool show_progress,
+                                                       const SessionLimits& /*limits*/) const {
   return std::make_unique<PlainSession>(show_progress);
 }
 

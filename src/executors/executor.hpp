@@ -63,6 +63,8 @@ struct WorkerSpec {
   // Its stdout is a machine-readable stream, kept apart from stderr (and
   // stored as the job's events.jsonl).
   bool structured_stdout = false;
+  // The tools it was given, for an executor whose session checks them.
+  std::vector<std::string> tools;
   ExecutorRecord record;
 };
 
@@ -112,9 +114,11 @@ class Executor {
   // Throws a usage error when the task cannot be prepared (missing command),
   // a refusal when the worker cannot be run safely.
   virtual WorkerSpec prepare(const TaskContext& task) const = 0;
-  // show_progress: print what the worker is doing on our stderr. The limits
-  // are enforced where the executor can see turns and cost.
-  virtual std::unique_ptr<WorkerSession> start_session(bool show_progress, const SessionLimits& limits) const;
+  // For the worker `spec` (from prepare). show_progress: print what the
+  // worker is doing on our stderr. The limits are enforced where the
+  // executor can see turns and cost.
+  virtual std::unique_ptr<WorkerSession> start_session(const WorkerSpec& spec, bool show_progress,
+                                                       const SessionLimits& limits) const;
 };
 
 // The verdict on a worker that prints plain text: success is exit code 0.

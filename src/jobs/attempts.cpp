@@ -157,8 +157,8 @@ class JobRun {
     // worker's own estimate no longer stops it (it would race the figure the
     // job is charged by).
     const double estimated_cost_limit = worker.api ? 0 : m_settings.limits.cost_usd;
-    const auto session =
-        m_job.executor.start_session(m_job.request.show_worker_output, {m_settings.limits.turns, estimated_cost_limit});
+    const auto session = m_job.executor.start_session(spec, m_job.request.show_worker_output,
+                                                      {m_settings.limits.turns, estimated_cost_limit});
     worker.session = session.get();
     auto [run, phase] = m_phases->run(worker, worker_dirs(m_paths));
     if (number > 1) phase.name += " (attempt " + std::to_string(number) + ")";

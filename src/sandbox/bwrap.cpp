@@ -29,6 +29,10 @@ std::vector<std::string> wall_check_arguments(const Plan& plan, int report_fd) {
     args.push_back("--empty");
     args.push_back(dir);
   }
+  for (const auto& dir : plan.must_be_sealed) {
+    args.push_back("--sealed");
+    args.push_back(dir);
+  }
   for (const auto& [name, value] : plan.env) {
     args.push_back("--env");
     args.push_back(name);
@@ -76,6 +80,9 @@ std::vector<std::string> bwrap_arguments(const Plan& plan, const std::vector<Bin
       case MountKind::proc: args.insert(args.end(), {"--proc", mount.destination}); break;
       case MountKind::dev: args.insert(args.end(), {"--dev", mount.destination}); break;
       case MountKind::directory: args.insert(args.end(), {"--perms", "0700", "--dir", mount.destination}); break;
+      // Before anything is bound below it; the root's --remount-ro then
+      // keeps its mode from being changed.
+      case MountKind::sealed: args.insert(args.end(), {"--perms", "0111", "--dir", mount.destination}); break;
       case MountKind::symlink: args.insert(args.end(), {"--symlink", mount.source, mount.destination}); break;
     }
   }

@@ -25,6 +25,7 @@ std::string mount_kind_name(MountKind kind) {
     case MountKind::proc: return "proc";
     case MountKind::dev: return "dev";
     case MountKind::directory: return "dir";
+    case MountKind::sealed: return "sealed";
     case MountKind::symlink: return "symlink";
     case MountKind::mask: return "mask";
   }
@@ -105,6 +106,7 @@ std::string describe(const Plan& plan) {
       out << (mount.kind == MountKind::symlink ? " -> " : " <- ") << mount.source;
     }
     if (mount.size_bytes > 0) out << " (" << mount.size_bytes / (std::uint64_t{1024} * 1024) << " MiB)";
+    if (mount.kind == MountKind::sealed) out << " (mode 0111: what is below is reached by name, never listed)";
     out << "\n";
   }
   return out.str();

@@ -19,6 +19,11 @@ namespace mullet::sandbox {
 
 // Fixed paths inside every sandbox: none reveals the user's name or home.
 namespace inside {
+// Holds everything below, and is execute-only (0111) on the read-only root:
+// each entry is reachable by its name, but nothing can list it, so a search
+// from / or /mullet (Claude Code's Grep and Glob) never reaches the home,
+// whose direct path our settings deny.
+inline constexpr const char* sealed_root = "/mullet";
 inline constexpr const char* work_tree = "/mullet/work";
 inline constexpr const char* git_dir = "/mullet/git";
 inline constexpr const char* objects = "/mullet/objects";
@@ -40,6 +45,7 @@ enum class MountKind {
   proc,            // a /proc of the sandbox's own pid namespace
   dev,             // a minimal /dev
   directory,       // an empty directory (on a tmpfs above it)
+  sealed,          // an empty, execute-only directory: entries by name only
   symlink,         // `source` is the link's target
   mask,            // an empty file (`source`) bound over a path, hiding it
 };
@@ -94,6 +100,8 @@ struct Plan {
   std::string history;
   // Directories the wall check must find empty.
   std::vector<std::string> must_be_empty;
+  // Directories the wall check must be unable to list or change.
+  std::vector<std::string> must_be_sealed;
   bool feeds_stdin = false;
 };
 

@@ -79,6 +79,10 @@ Plan build_plan(const PolicyInputs& in) {
   const std::string tmpdir = "/tmp/" + in.tmp_name;
   plan.mounts.push_back({MountKind::directory, "", tmpdir});
 
+  // Everything of the job's is under one sealed directory, made before
+  // anything is bound below it.
+  plan.mounts.push_back({MountKind::sealed, "", inside::sealed_root});
+  plan.must_be_sealed.emplace_back(inside::sealed_root);
   plan.mounts.push_back({MountKind::writable_bind, in.work_tree, inside::work_tree});
   plan.mounts.push_back({MountKind::read_only_bind, in.clone_git_dir, inside::git_dir});
   plan.mounts.push_back({MountKind::read_only_bind, in.objects_dir, inside::objects});

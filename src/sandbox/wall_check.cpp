@@ -40,8 +40,29 @@ Listing list_directory(const std::string& path) {
   return listing;
 }
 
+// A sealed directory can be neither listed nor given another mode (the
+// chmod asks for the mode it must already have, so even a wall that failed
+// this way changes nothing).
+std::string check_sealed(const std::string& dir) {
+  struct stat info {};
+  if (::stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) return dir + " is not there";
+  if ((info.st_mode & 07777) != 0111) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
+    return dir + " has mode " + mode + ", not 0111";
+  }
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::close(fd);
+    return dir + " can be listed";
+  }
+  if (::chmod(dir.c_str(), 0111) == 0) return dir + " can be given another mode";
+  return {};
+}
+
 // Returns an empty string when the walls hold, else what is wrong.
-std::string check_walls(const std::vector<std::string>& empty_dirs, const std::set<std::string>& allowed_env) {
+std::string check_walls(const std::vector<std::string>& empty_dirs, const std::vector<std::string>& sealed_dirs,
+                        const std::set<std::string>& allowed_env) {
   // The root is read-only.
   for (const char* probe : {"/.mullet-wall-probe", "/usr/.mullet-wall-probe", "/etc/.mullet-wall-probe"}) {
     if (::mkdir(probe, 0700) == 0) {
@@ -53,6 +74,9 @@ std::string check_walls(const std::vector<std::string>& empty_dirs, const std::s
     const auto listing = list_directory(dir);
     if (!listing.problem.empty()) return listing.problem;
     if (!listing.names.empty()) return dir + " is not empty (" + listing.names.front() + " is visible)";
+  }
+  for (const auto& dir : sealed_dirs) {
+    if (auto problem = check_sealed(dir); !problem.empty()) return problem;
   }
   const char* tmpdir = std::getenv("TMPDIR");
   const auto tmp_listing = list_directory("/tmp");
@@ -125,6 +149,7 @@ std::string start_bridge(int port, const std::string& socket_path, int report_fd
 int wall_check_main(const std::vector<std::string>& args) {
   int report_fd = -1;
   std::vector<std::string> empty_dirs;
+  std::vector<std::string> sealed_dirs;
   std::set<std::string> allowed_env;
   std::vector<std::string> bridges;  // "PORT:SOCKET" each
   std::size_t index = 0;
@@ -139,6 +164,8 @@ int wall_check_main(const std::vector<std::string>& args) {
       report_fd = std::atoi(args[++index].c_str());
     else if (arg == "--empty")
       empty_dirs.push_back(args[++index]);
+    else if (arg == "--sealed")
+      sealed_dirs.push_back(args[++index]);
     else if (arg == "--env")
       allowed_env.insert(args[++index]);
     else if (arg == "--bridge")
@@ -150,7 +177,7 @@ int wall_check_main(const std::vector<std::string>& args) {
     if (report_fd < 0) return;
     [[maybe_unused]] auto ignored = ::write(report_fd, text.data(), text.size());
   };
-  std::string problem = report_fd < 0 ? "no report descriptor" : check_walls(empty_dirs, allowed_env);
+  std::string problem = report_fd < 0 ? "no report descriptor" : check_walls(empty_dirs, sealed_dirs, allowed_env);
   if (problem.empty() && command.empty()) problem = "no command to run";
   if (!problem.empty()) {
     report("fail: wall check: " + problem + "\n");

@@ -71,7 +71,9 @@ for pid in os.listdir("/proc"):
         try:
             if needle in open("/proc/%s/%s" % (pid, name), "rb").read(): found.append("/proc/%s/%s" % (pid, name))
         except OSError: pass
-for top in ("/mullet", "/tmp", os.environ.get("HOME", "/mullet/home"), os.environ.get("TMPDIR", "/tmp")):
+# /mullet cannot be listed: its entries are walked by name.
+for top in ("/mullet/work", "/mullet/git", "/mullet/etc", "/mullet/bin", "/tmp", os.environ.get("HOME", "/mullet/home"),
+            os.environ.get("TMPDIR", "/tmp")):
     for root, dirs, files in os.walk(top):
         for f in files:
             path = os.path.join(root, f)

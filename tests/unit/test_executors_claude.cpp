@@ -246,8 +246,22 @@ std::set<std::string> required_flags() {
   return {kRequiredFlags.begin(), kRequiredFlags.end()};
 }
 
+// A list of permission rules without the Bash ones.
+json without_bash_rules(const json& rules) {
+  json kept = json::array();
+  for (const auto& rule : rules) {
+    if (rule.get<std::string>().rfind("Bash(", 0) != 0) kept.push_back(rule);
+  }
+  return kept;
+}
+
+// The tools of a worker that may run some Bash.
+Strings tools_with_bash() {
+  return claude::worker_tools({"npm test"});
+}
+
 claude::ArgvOptions argv_options(double budget = 0) {
-  return {kSettingsPath, claude::result_schema().dump(), budget};
+  return {tools_with_bash(), kSettingsPath, claude::result_schema().dump(), budget};
 }
 
 // argv split into flags (each with its value, or none) and anything else.
@@ -425,8 +439,16 @@ TEST_CASE("build_argv passes every flag git-mullet relies on, each with its valu
   // No optional flag when the binary has none of them.
   CHECK(parsed.count("--restricted") == 0);
   CHECK(parsed.count("--max-budget-usd") == 0);
-  // --tools is exactly the tools the worker gets.
-  CHECK(claude::worker_tools() == Strings{"Read", "Edit", "Write", "Glob", "Grep", "Bash"});
+}
+
+TEST_CASE("worker_tools gives Bash only to a worker that may run something") {
+  CHECK(claude::worker_tools({"npm test"}) == Strings{"Read", "Edit", "Write", "Glob", "Grep", "Bash"});
+  CHECK(claude::worker_tools({}) == Strings{"Read", "Edit", "Write", "Glob", "Grep"});
+  auto options = argv_options();
+  options.tools = claude::worker_tools({});
+  const auto argv = claude::build_argv(required_flags(), options);
+  REQUIRE(argv.has_value());
+  CHECK(parse_argv(*argv).value("--tools") == std::optional<std::string>("Read,Edit,Write,Glob,Grep"));
 }
 
 TEST_CASE("build_argv follows --setting-sources with an empty string, so no settings file of the user's loads") {
@@ -549,7 +571,7 @@ TEST_CASE("build_settings makes Claude Code's sandbox mandatory and its permissi
   CHECK(permissions.at("allow") ==
         json::array({"Read", "Edit", "Write", "Glob", "Grep", "Bash(npm test)", "Bash(make check:*)"}));
   // Permission rules take "//" for an absolute path.
-  CHECK(permissions.at("deny") ==
+  CHECK(without_bash_rules(permissions.at("deny")) ==
         json::array({"Read(//mullet/home/**)", "Edit(//mullet/home/**)", "Edit(//mullet/work/node_modules/**)",
                      "Write(//mullet/work/node_modules/**)", "Edit(//mullet/work/.venv/**)",
                      "Write(//mullet/work/.venv/**)"}));
@@ -560,12 +582,21 @@ TEST_CASE("build_settings makes Claude Code's sandbox mandatory and its permissi
   CHECK(settings.at("autoMemoryEnabled") == json(false));
 }
 
-TEST_CASE("build_settings allows Bash only for the listed patterns, and nothing else mentions Bash") {
+TEST_CASE(
+    "build_settings allows Bash only for the listed patterns, and denies every command Claude Code runs unasked") {
   claude::SettingsInputs in = settings_inputs();
+  Strings expected_denied;
   SUBCASE("patterns") {
     in.allow_bash = {"npm test", "make check:*", "cargo test --workspace"};
+    for (const auto& command : claude::auto_allowed_commands()) expected_denied.push_back("Bash(" + command + ":*)");
   }
-  SUBCASE("no patterns") {
+  SUBCASE("a pattern naming a read-only command keeps that command") {
+    in.allow_bash = {"git diff:*", " cat"};
+    for (const auto& command : claude::auto_allowed_commands()) {
+      if (command != "git" && command != "cat") expected_denied.push_back("Bash(" + command + ":*)");
+    }
+  }
+  SUBCASE("no patterns: there is no Bash tool, so no rule either") {
     in.allow_bash.clear();
   }
   const json settings = claude::build_settings(in);
@@ -577,19 +608,44 @@ TEST_CASE("build_settings allows Bash only for the listed patterns, and nothing 
   }
   Strings expected;
   for (const auto& pattern : in.allow_bash) expected.push_back("Bash(" + pattern + ")");
-  // Every string that mentions Bash is one of our rules, in permissions.allow, once.
-  CHECK(bash == expected);
   Strings allowed_bash;
   for (const auto& rule : settings.at("permissions").at("allow")) {
     if (contains(rule.get<std::string>(), "Bash")) allowed_bash.push_back(rule.get<std::string>());
   }
   CHECK(allowed_bash == expected);
+  Strings denied_bash;
+  for (const auto& rule : settings.at("permissions").at("deny")) {
+    if (contains(rule.get<std::string>(), "Bash")) denied_bash.push_back(rule.get<std::string>());
+  }
+  CHECK(denied_bash == expected_denied);
+  // Every string that mentions Bash is one of those rules.
+  for (const auto& rule : denied_bash) expected.push_back(rule);
+  CHECK(bash == expected);
   // No bare "Bash" rule anywhere, no command excluded from the sandbox, no
   // automatic allowance of sandboxed commands.
   CHECK(std::find(all.begin(), all.end(), "Bash") == all.end());
   CHECK(settings.at("sandbox").at("excludedCommands").empty());
   CHECK(settings.at("sandbox").at("autoAllowBashIfSandboxed") == json(false));
   CHECK(settings.at("permissions").at("ask").empty());
+}
+
+TEST_CASE("commands_to_deny leaves out the commands a pattern names by its first word, globs included") {
+  const auto& all = claude::auto_allowed_commands();
+  CHECK(all.size() == std::set<std::string>(all.begin(), all.end()).size());
+  for (const char* command : {"cat", "ps", "ss", "id", "find", "grep", "git", "echo", "sort", "jq", "xargs"}) {
+    INFO(command);
+    CHECK(std::find(all.begin(), all.end(), command) != all.end());
+  }
+  CHECK(claude::commands_to_deny({"npm test:*"}) == all);
+  CHECK(claude::commands_kept({"npm test:*"}).empty());
+  CHECK(claude::commands_kept({"cat:*", "git status", "ls", "sortx"}) == Strings{"cat", "git", "ls"});
+  CHECK(claude::commands_kept({"s*:*"}) ==
+        Strings{"sed", "seq", "sha1sum", "sha256sum", "sleep", "sort", "ss", "stat", "strings"});
+  CHECK(claude::commands_to_deny({"*"}).empty());
+  CHECK(claude::commands_kept({"*"}) == all);
+  const auto denied = claude::commands_to_deny({"git diff:*"});
+  CHECK(denied.size() == all.size() - 1);
+  CHECK(std::find(denied.begin(), denied.end(), "git") == denied.end());
 }
 
 TEST_CASE("build_settings denies writes to every dependency directory") {
@@ -605,12 +661,13 @@ TEST_CASE("build_settings denies writes to every dependency directory") {
     CHECK(std::count(deny.begin(), deny.end(), json("Edit(//mullet/work/" + dir + "/**)")) == 1);
     CHECK(std::count(deny.begin(), deny.end(), json("Write(//mullet/work/" + dir + "/**)")) == 1);
   }
-  CHECK(deny.size() == 2 + 2 * in.dependency_dirs.size());
+  CHECK(deny.size() == 2 + 2 * in.dependency_dirs.size() + claude::commands_to_deny(in.allow_bash).size());
 
   in.dependency_dirs.clear();
   const json none = claude::build_settings(in);
   CHECK(none.at("sandbox").at("filesystem").at("denyWrite") == json::array());
-  CHECK(none.at("permissions").at("deny") == json::array({"Read(//mullet/home/**)", "Edit(//mullet/home/**)"}));
+  CHECK(without_bash_rules(none.at("permissions").at("deny")) ==
+        json::array({"Read(//mullet/home/**)", "Edit(//mullet/home/**)"}));
 }
 
 TEST_CASE("result_schema asks for a status of done or blocked and a summary, nothing more") {
@@ -635,7 +692,7 @@ TEST_CASE("build_prompt states the sandbox's rules, then the task") {
   SUBCASE("no Bash") {
     const std::string prompt = claude::build_prompt(in);
     CHECK(contains(prompt, "/mullet/work"));
-    CHECK(contains(prompt, "every Bash call will be refused"));
+    CHECK(contains(prompt, "there is no Bash tool"));
     CHECK(contains(prompt, "no network access"));
     CHECK(contains(prompt, "\"done\""));
     CHECK(contains(prompt, "\"blocked\""));
@@ -646,8 +703,14 @@ TEST_CASE("build_prompt states the sandbox's rules, then the task") {
     in.allow_bash = {"npm test", "make check:*"};
     const std::string prompt = claude::build_prompt(in);
     CHECK(contains(prompt, "`npm test` `make check:*`"));
-    CHECK_FALSE(contains(prompt, "every Bash call will be refused"));
+    CHECK_FALSE(contains(prompt, "no Bash tool"));
     CHECK(contains(prompt, "one command per Bash call"));
+    CHECK_FALSE(contains(prompt, "read-only forms"));
+  }
+  SUBCASE("Bash patterns naming read-only commands: their read-only forms are named too") {
+    in.allow_bash = {"git diff:*", "cat"};
+    const std::string prompt = claude::build_prompt(in);
+    CHECK(contains(prompt, "Claude Code's own read-only forms of these commands also run: cat, git."));
   }
   SUBCASE("a task that ends in a newline gets no second one") {
     in.task += "\n";
@@ -975,7 +1038,7 @@ TEST_CASE("estimate_cost prices tokens by model family") {
 TEST_CASE("check_init accepts the real init of a run under git-mullet") {
   const auto state = state_of(kSuccessRun);
   REQUIRE(state.init.has_value());
-  CHECK(claude::check_init(*state.init, claude::worker_tools()) == "");
+  CHECK(claude::check_init(*state.init, tools_with_bash()) == "");
 }
 
 TEST_CASE("check_init names every way Claude Code did not start as asked") {
@@ -986,14 +1049,14 @@ TEST_CASE("check_init names every way Claude Code did not start as asked") {
     for (const char* mode : {"default", "acceptEdits", "bypassPermissions", "auto", "plan", ""}) {
       INFO("mode: " << mode);
       init.permission_mode = mode;
-      CHECK(claude::check_init(init, claude::worker_tools()) == std::string("permission mode is '") + mode + "'");
+      CHECK(claude::check_init(init, tools_with_bash()) == std::string("permission mode is '") + mode + "'");
     }
   }
   SUBCASE("a tool we did not pass") {
     init.tools.push_back("WebFetch");
-    CHECK(claude::check_init(init, claude::worker_tools()) == "tool WebFetch is loaded");
+    CHECK(claude::check_init(init, tools_with_bash()) == "tool WebFetch is loaded");
     init.tools.push_back("mcp__github__create_issue");
-    CHECK(contains(claude::check_init(init, claude::worker_tools()), "tool mcp__github__create_issue is loaded"));
+    CHECK(contains(claude::check_init(init, tools_with_bash()), "tool mcp__github__create_issue is loaded"));
   }
   SUBCASE("Bash loaded when we passed fewer tools") {
     const Strings fewer = {"Read", "Edit", "Write", "Glob", "Grep"};
@@ -1001,20 +1064,20 @@ TEST_CASE("check_init names every way Claude Code did not start as asked") {
   }
   SUBCASE("MCP servers") {
     init.mcp_servers = {"github", "fs"};
-    CHECK(claude::check_init(init, claude::worker_tools()) == "MCP servers are loaded: github, fs");
+    CHECK(claude::check_init(init, tools_with_bash()) == "MCP servers are loaded: github, fs");
   }
   SUBCASE("plugins") {
     init.plugins = {"superpowers"};
-    CHECK(claude::check_init(init, claude::worker_tools()) == "plugins are loaded");
+    CHECK(claude::check_init(init, tools_with_bash()) == "plugins are loaded");
   }
   SUBCASE("memory paths: our settings file was ignored") {
     init.has_memory_paths = true;
-    CHECK(contains(claude::check_init(init, claude::worker_tools()), "settings file was not applied"));
+    CHECK(contains(claude::check_init(init, tools_with_bash()), "settings file was not applied"));
   }
   SUBCASE("a real init from a run without our flags and settings") {
     const auto other = state_of(kNotLoggedIn);
     REQUIRE(other.init.has_value());
-    const std::string problems = claude::check_init(*other.init, claude::worker_tools());
+    const std::string problems = claude::check_init(*other.init, tools_with_bash());
     CHECK(contains(problems, "slash commands are enabled"));
     CHECK(contains(problems, "settings file was not applied (auto memory is on)"));
     CHECK(contains(problems, "; "));
@@ -1023,7 +1086,7 @@ TEST_CASE("check_init names every way Claude Code did not start as asked") {
     init.permission_mode = "default";
     init.mcp_servers = {"github"};
     init.has_memory_paths = true;
-    const std::string problems = claude::check_init(init, claude::worker_tools());
+    const std::string problems = claude::check_init(init, tools_with_bash());
     CHECK(problems ==
           "permission mode is 'default'; MCP servers are loaded: github; our settings file was not applied (auto "
           "memory is on)");

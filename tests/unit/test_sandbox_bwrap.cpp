@@ -41,6 +41,7 @@ Fixture sample() {
       {MountKind::writable_bind, "/srv/job/home", "/mullet/home"},               // 9: staged
       {MountKind::read_only_bind, "/opt/git-mullet", "/mullet/bin/git-mullet"},  // 10: fd 13
       {MountKind::mask, "/srv/job/empty", "/usr/agent.sock"},                    // 11: fd 14
+      {MountKind::sealed, "", "/sealed"},                                        // 12
   };
   f.plan.env = {{"PATH", "/usr/bin:/bin"}, {"HOME", "/mullet/home"}, {"TMPDIR", "/tmp/mullet-1a2b"}};
   f.plan.must_be_empty = {"/home", "/run"};
@@ -195,13 +196,23 @@ TEST_CASE("the command runs behind the wall check") {
   CHECK(first_separator == static_cast<std::ptrdiff_t>(args.size() - expected_tail.size() + 2));
 }
 
-TEST_CASE("wall_check_arguments lists the report fd, empty dirs, env names, then the command") {
+TEST_CASE("bwrap_arguments makes a sealed directory execute-only, before the root turns read-only") {
+  const auto f = sample();
+  const Strings args = bwrap_arguments(f.plan, f.sources, 7);
+  const auto sealed = find_sequence(args, {"--perms", "0111", "--dir", "/sealed"});
+  CHECK(sealed >= 0);
+  CHECK(sealed < find_sequence(args, {"--remount-ro", "/"}));
+}
+
+TEST_CASE("wall_check_arguments lists the report fd, empty and sealed dirs, env names, then the command") {
   Plan plan;
   plan.command = {"claude", "-p", "--", "literal --env"};
   plan.must_be_empty = {"/home"};
+  plan.must_be_sealed = {"/mullet"};
   plan.env = {{"B", "2"}, {"A", "1"}};
-  CHECK(wall_check_arguments(plan, 5) == Strings{"__wall-check", "--report-fd", "5", "--empty", "/home", "--env", "A",
-                                                 "--env", "B", "--", "claude", "-p", "--", "literal --env"});
+  CHECK(wall_check_arguments(plan, 5) == Strings{"__wall-check", "--report-fd", "5", "--empty", "/home", "--sealed",
+                                                 "/mullet", "--env", "A", "--env", "B", "--", "claude", "-p", "--",
+                                                 "literal --env"});
   // No values of the environment are passed on the command line.
   plan.env = {{"TOKEN", "sk-secret"}};
   const Strings args = wall_check_arguments(plan, 5);

@@ -209,6 +209,20 @@ TEST_CASE("the job's directories appear at fixed paths inside") {
   for (const auto& mount : plan.mounts) CHECK(mount.destination.find("alice") == std::string::npos);
 }
 
+TEST_CASE("/mullet is sealed before anything is bound below it, and the wall check proves it") {
+  const Plan plan = build_plan(representative_inputs());
+  CHECK(mount_at(plan, "/mullet") == Mount{MountKind::sealed, "", "/mullet"});
+  CHECK(mounts_at(plan, "/mullet").size() == 1);
+  CHECK(plan.must_be_sealed == Strings{"/mullet"});
+  // Every path of the job's is below it (the home among them), and made after it.
+  for (const auto& mount : plan.mounts) {
+    if (mount.destination.rfind("/mullet/", 0) != 0) continue;
+    INFO(mount.destination);
+    CHECK(index_of(plan, mount.destination) > index_of(plan, "/mullet"));
+  }
+  CHECK(std::string(mullet::sandbox::inside::home).rfind("/mullet/", 0) == 0);
+}
+
 TEST_CASE("the environment is built from an allowlist, never copied") {
   const Plan plan = build_plan(representative_inputs());
   CHECK(plan.env.at("PATH") == inside::path);
