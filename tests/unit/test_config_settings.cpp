@@ -72,7 +72,7 @@ TEST_CASE("every key of the schema lands in a field of its own") {
     changed[key] = config.settings();
     CHECK(changed[key] != default_settings);
   }
-  CHECK(changed.size() == 26);
+  CHECK(changed.size() == 27);
   for (auto first = changed.begin(); first != changed.end(); ++first) {
     for (auto second = std::next(first); second != changed.end(); ++second) {
       INFO(first->first << " and " << second->first);
@@ -102,7 +102,7 @@ TEST_CASE("Settings follow the user's file, typed") {
   expected.claude = {"/opt/claude", "http://127.0.0.1:8080", {"make *"}, ""};
   expected.limits = {seconds(600), seconds(1200),  seconds(60),  seconds(30), 7, 1.5, Mebibytes(512),
                      64,           Mebibytes(100), Mebibytes(2), Mebibytes(9)};
-  expected.gates = {Gate{"tests", "make test", 90, "user.toml:31"}};
+  expected.gates = {Gate{"tests", "make test", 90, "user.toml:32"}};
   const Settings settings = config.settings();
   CHECK(settings.run == expected.run);
   CHECK(settings.sandbox == expected.sandbox);
