@@ -5,8 +5,8 @@
 
 #include "cli/commands.hpp"
 #include "executors/claude_args.hpp"
-#include "executors/executor.hpp"
 #include "executors/claude_binary.hpp"
+#include "executors/executor.hpp"
 #include "jobs/api_access.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/slots.hpp"
