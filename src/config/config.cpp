@@ -533,6 +533,103 @@ std::string format_value(const Value& value) {
 void merge_credentials(const toml::node& section, const std::string& file_label, std::vector<Problem>& problems,
                        std::vector<Credential>& credentials);
 
+// [[gate]] tables of either file: each checked, then appended to `gates`.
+void merge_gates(const toml::node& section, const std::string& file_label, std::vector<Problem>& problems,
+                 std::vector<Gate>& gates) {
+  auto malformed = [&](const std::string& message) { problems.push_back({ExitCode::usage, message}); };
+  const auto* tables = section.as_array();
+  if (tables == nullptr) {
+    malformed(location(file_label, section) + ": gate: must be an array of tables ([[gate]])");
+    return;
+  }
+  for (const auto& gate_node : *tables) {
+    const auto* table = gate_node.as_table();
+    if (table == nullptr) {
+      malformed(location(file_label, gate_node) + ": gate: each [[gate]] must be a table");
+      continue;
+    }
+    Gate gate;
+    gate.origin = location(file_label, gate_node);
+    bool ok = true;
+    for (const auto& [field_key, field_node] : *table) {
+      const std::string field(field_key.str());
+      const std::string where = location(file_label, field_node) + ": gate." + field;
+      if (field == "name" || field == "command") {
+        if (!field_node.is_string()) {
+          malformed(where + ": must be a string");
+          ok = false;
+        } else {
+          (field == "name" ? gate.name : gate.command) = *field_node.value<std::string>();
+        }
+      } else if (field == "timeout") {
+        const auto seconds = field_node.value<std::int64_t>();
+        if (!field_node.is_integer() || *seconds < 1 || *seconds > max_seconds) {
+          malformed(where + ": must be an integer from 1 to " + std::to_string(max_seconds) + " (seconds)");
+          ok = false;
+        } else {
+          gate.timeout_seconds = *seconds;
+        }
+      } else {
+        malformed(where + ": unknown key (known: name, command, timeout)");
+        ok = false;
+      }
+    }
+    if (ok) {
+      if (auto message = check_gate(gate); !message.empty()) {
+        malformed(gate.origin + ": gate: " + message);
+        ok = false;
+      }
+    }
+    if (ok && gates.size() >= max_gates) {
+      malformed(gate.origin + ": gate: at most " + std::to_string(max_gates) + " gates are allowed");
+      ok = false;
+    }
+    if (ok) {
+      if (gate.name.empty()) gate.name = util::first_line(gate.command, 40);
+      gates.push_back(gate);
+    }
+  }
+}
+
+// Why the repository's file may not set `spec` to `value` over `yours` (what
+// the defaults and the user file made it), each reason completing "the
+// repository's .mullet.toml ..."; empty when it may.
+std::vector<std::string> repository_widens(const KeySpec& spec, const Value& value, const Value& yours) {
+  const std::string key = spec.key;
+  switch (spec.repo_rule) {
+    case RepoRule::free: return {};
+    case RepoRule::user_only: return {"may not set this; only your user config can"};
+    case RepoRule::narrow_list: {
+      const auto& allowed = std::get<std::vector<std::string>>(yours);
+      std::vector<std::string> refusals;
+      for (const auto& item : std::get<std::vector<std::string>>(value)) {
+        if (key.rfind("network.", 0) == 0) {
+          if (const auto why = repo_grant_widens(item, allowed); !why.empty()) {
+            refusals.push_back("may only narrow this list; '" + item + "' " + why);
+          }
+        } else if (std::find(allowed.begin(), allowed.end(), item) == allowed.end()) {
+          refusals.push_back("may only narrow this list; '" + item + "' is not in your user config");
+        }
+      }
+      return refusals;
+    }
+    case RepoRule::narrow_choice: {
+      const auto& choices = *choices_of(key);
+      const std::size_t index = choice_index(choices, text_of(yours));
+      if (choice_index(choices, text_of(value)) >= index) return {};
+      const std::vector<std::string> allowed(choices.begin() + static_cast<std::ptrdiff_t>(index), choices.end());
+      return {"may only narrow this (yours is " + format_value(yours) + "; it may choose " +
+              util::join(allowed, " or ") + ")"};
+    }
+    case RepoRule::lower_only:
+      if (numeric(value) > numeric(yours)) {
+        return {"may only lower this limit (yours is " + format_value(yours) + ")"};
+      }
+      return {};
+  }
+  return {};
+}
+
 }  // namespace
 
 Config::Config() {
@@ -593,58 +690,7 @@ std::vector<Problem> Config::merge_toml(const std::string& text, const std::stri
       continue;
     }
     if (section == "gate") {
-      const auto* gates = section_node.as_array();
-      if (gates == nullptr) {
-        malformed(location(file_label, section_node) + ": gate: must be an array of tables ([[gate]])");
-        continue;
-      }
-      for (const auto& gate_node : *gates) {
-        const auto* table = gate_node.as_table();
-        if (table == nullptr) {
-          malformed(location(file_label, gate_node) + ": gate: each [[gate]] must be a table");
-          continue;
-        }
-        Gate gate;
-        gate.origin = location(file_label, gate_node);
-        bool ok = true;
-        for (const auto& [field_key, field_node] : *table) {
-          const std::string field(field_key.str());
-          const std::string where = location(file_label, field_node) + ": gate." + field;
-          if (field == "name" || field == "command") {
-            if (!field_node.is_string()) {
-              malformed(where + ": must be a string");
-              ok = false;
-            } else {
-              (field == "name" ? gate.name : gate.command) = *field_node.value<std::string>();
-            }
-          } else if (field == "timeout") {
-            const auto seconds = field_node.value<std::int64_t>();
-            if (!field_node.is_integer() || *seconds < 1 || *seconds > max_seconds) {
-              malformed(where + ": must be an integer from 1 to " + std::to_string(max_seconds) + " (seconds)");
-              ok = false;
-            } else {
-              gate.timeout_seconds = *seconds;
-            }
-          } else {
-            malformed(where + ": unknown key (known: name, command, timeout)");
-            ok = false;
-          }
-        }
-        if (ok) {
-          if (auto message = check_gate(gate); !message.empty()) {
-            malformed(gate.origin + ": gate: " + message);
-            ok = false;
-          }
-        }
-        if (ok && m_gates.size() >= max_gates) {
-          malformed(gate.origin + ": gate: at most " + std::to_string(max_gates) + " gates are allowed");
-          ok = false;
-        }
-        if (ok) {
-          if (gate.name.empty()) gate.name = util::first_line(gate.command, 40);
-          m_gates.push_back(gate);
-        }
-      }
+      merge_gates(section_node, file_label, problems, m_gates);
       continue;
     }
     const auto* table = section_node.as_table();
@@ -673,46 +719,11 @@ std::vector<Problem> Config::merge_toml(const std::string& text, const std::stri
       }
       Entry& current = m_entries[key];
       if (from_repo) {
-        const std::string widen = where + ": the repository's .mullet.toml ";
-        if (spec->repo_rule == RepoRule::user_only) {
-          problems.push_back({ExitCode::refused, widen + "may not set this; only your user config can"});
-          continue;
+        const auto refusals = repository_widens(*spec, *value, current.value);
+        for (const auto& why : refusals) {
+          problems.push_back({ExitCode::refused, where + ": the repository's .mullet.toml " + why});
         }
-        if (spec->repo_rule == RepoRule::narrow_list) {
-          const auto& allowed = std::get<std::vector<std::string>>(current.value);
-          bool widened = false;
-          for (const auto& item : std::get<std::vector<std::string>>(*value)) {
-            if (key.rfind("network.", 0) == 0) {
-              if (const auto why = repo_grant_widens(item, allowed); !why.empty()) {
-                problems.push_back({ExitCode::refused, widen + "may only narrow this list; '" + item + "' " + why});
-                widened = true;
-              }
-              continue;
-            }
-            if (std::find(allowed.begin(), allowed.end(), item) == allowed.end()) {
-              problems.push_back(
-                  {ExitCode::refused, widen + "may only narrow this list; '" + item + "' is not in your user config"});
-              widened = true;
-            }
-          }
-          if (widened) continue;
-        }
-        if (spec->repo_rule == RepoRule::narrow_choice) {
-          const auto& choices = *choices_of(key);
-          const std::size_t yours = choice_index(choices, text_of(current.value));
-          if (choice_index(choices, text_of(*value)) < yours) {
-            const std::vector<std::string> allowed(choices.begin() + static_cast<std::ptrdiff_t>(yours), choices.end());
-            problems.push_back({ExitCode::refused, widen + "may only narrow this (yours is " +
-                                                       format_value(current.value) + "; it may choose " +
-                                                       util::join(allowed, " or ") + ")"});
-            continue;
-          }
-        }
-        if (spec->repo_rule == RepoRule::lower_only && numeric(*value) > numeric(current.value)) {
-          problems.push_back(
-              {ExitCode::refused, widen + "may only lower this limit (yours is " + format_value(current.value) + ")"});
-          continue;
-        }
+        if (!refusals.empty()) continue;
       }
       current = Entry{*value, source, location(file_label, value_node)};
     }
