@@ -148,7 +148,7 @@ void add_run_command(CLI::App& app, Action& chosen) {
   sub->add_option("-m,--message", options->message, "The task, as text");
   sub->add_option("-F,--file", options->message_file, "Read the task from FILE (- for stdin)");
   sub->add_option("--base", options->base, "Commit to start from (default: HEAD)");
-  sub->add_option("--executor", options->executor, "Worker: claude (default) or command");
+  sub->add_option("--executor", options->executor, "Worker: claude (default), opencode or command");
   sub->add_option("--command", options->command, "Shell command for the command executor (implies it)");
   sub->add_option("--title", options->title, "A title for the job (default: the task's first line)");
   sub->add_option("--setup", options->setup, "Shell command run in the clone before the worker, with the setup grants");

@@ -118,7 +118,7 @@ History history_of(const Value& value) {
 const std::vector<KeySpec>& schema() {
   static const std::vector<KeySpec> keys = {
       {"run.executor", Kind::string, RepoRule::user_only, std::string("claude"), text(name_bytes),
-       "worker: claude or command",
+       "worker: claude, opencode or command",
        [](Settings& settings, const Value& value) { settings.run.executor = text_of(value); }},
       {"run.command", Kind::string, RepoRule::user_only, std::string(), text(command_bytes),
        "shell command for the command executor",
@@ -166,6 +166,15 @@ const std::vector<KeySpec>& schema() {
       {"claude.allow_bash", Kind::list, RepoRule::narrow_list, std::vector<std::string>{},
        items(list_items, name_bytes), "Bash command patterns the worker may run",
        [](Settings& settings, const Value& value) { settings.claude.allow_bash = list_of(value); }},
+      {"opencode.binary", Kind::string, RepoRule::user_only, std::string("opencode"), text(name_bytes),
+       "the opencode binary",
+       [](Settings& settings, const Value& value) { settings.opencode.binary = text_of(value); }},
+      {"opencode.model", Kind::string, RepoRule::user_only, std::string("anthropic/claude-sonnet-4-5"),
+       text(name_bytes), "the opencode worker's model, as provider/model",
+       [](Settings& settings, const Value& value) { settings.opencode.model = text_of(value); }},
+      {"opencode.allow_bash", Kind::list, RepoRule::narrow_list, std::vector<std::string>{},
+       items(list_items, name_bytes), "bash command patterns the opencode worker may run (opencode's permission syntax)",
+       [](Settings& settings, const Value& value) { settings.opencode.allow_bash = list_of(value); }},
       {"run.attempts", Kind::integer, RepoRule::lower_only, std::int64_t{1}, between(1, 100),
        "worker runs per job: a failed gate sends the worker back while attempts remain",
        [](Settings& settings, const Value& value) { settings.run.attempts = integer_of<int>(value); }},
@@ -358,7 +367,9 @@ std::string validate(const KeySpec& spec, const Value& value) {
   }
   if (key == "run.executor") {
     const auto& name = std::get<std::string>(value);
-    if (name != "claude" && name != "command") return "unknown executor '" + name + "' (known: claude, command)";
+    if (name != "claude" && name != "opencode" && name != "command") {
+      return "unknown executor '" + name + "' (known: claude, opencode, command)";
+    }
   }
   if (key == "sandbox.env") {
     for (const auto& name : std::get<std::vector<std::string>>(value)) {

@@ -38,7 +38,7 @@ class Mebibytes {
 };
 
 struct RunSettings {
-  std::string executor;  // claude or command
+  std::string executor;  // claude, opencode or command
   std::string command;   // the command executor's shell command
   std::string setup;     // empty: no setup phase
   std::vector<std::string> dependency_dirs;
@@ -90,6 +90,13 @@ struct ClaudeSettings {
   bool operator==(const ClaudeSettings&) const = default;
 };
 
+struct OpencodeSettings {
+  std::string binary;
+  std::string model;                    // provider/model, as opencode names it
+  std::vector<std::string> allow_bash;  // opencode bash permission patterns
+  bool operator==(const OpencodeSettings&) const = default;
+};
+
 struct LimitsSettings {
   std::chrono::seconds timeout{};       // per phase
   std::chrono::seconds job_timeout{};   // the whole job
@@ -112,6 +119,7 @@ struct Settings {
   SandboxSettings sandbox;
   NetworkSettings network;
   ClaudeSettings claude;
+  OpencodeSettings opencode;
   LimitsSettings limits;
   std::vector<Gate> gates;              // the files' [[gate]]s
   std::vector<Credential> credentials;  // the user file's [[credential]]s

@@ -4,6 +4,7 @@
 
 #include "executors/claude.hpp"
 #include "executors/command.hpp"
+#include "executors/opencode.hpp"
 #include "util/error.hpp"
 #include "util/strings.hpp"
 
@@ -55,7 +56,8 @@ std::unique_ptr<WorkerSession> Executor::start_session(const WorkerSpec& /*spec*
 std::unique_ptr<Executor> make_executor(const std::string& name) {
   if (name == "command") return std::make_unique<CommandExecutor>();
   if (name == "claude") return std::make_unique<ClaudeExecutor>();
-  throw usage_error("unknown executor '" + name + "'", "known executors: claude, command");
+  if (name == "opencode") return std::make_unique<OpencodeExecutor>();
+  throw usage_error("unknown executor '" + name + "'", "known executors: claude, opencode, command");
 }
 
 }  // namespace mullet::executors

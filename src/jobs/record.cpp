@@ -568,7 +568,7 @@ JobRecord record_from_json(const nlohmann::json& json, const std::string& job) {
   record.created_at = in.line("created_at", max_name_bytes);
   record.finished_at = in.line("finished_at", max_name_bytes);
   record.error = in.text("error", max_text_bytes);
-  record.executor.name = one_of(in, "executor", {"claude", "command"});
+  record.executor.name = one_of(in, "executor", {"claude", "opencode", "command"});
   record.executor.command = in.text("executor_command", max_text_bytes);
   record.executor.version = in.line("executor_version", max_name_bytes);
   in.array("phases", [&](const nlohmann::json& item, const std::string& name) {
