@@ -137,7 +137,9 @@ Result<std::vector<std::string>> build_argv(const std::set<std::string>& run_fla
   return std::vector<std::string>{binary_inside, "run", "--format", "json", "--model", model, "--", prompt};
 }
 
-std::vector<std::string> debug_config_argv() { return {binary_inside, "debug", "config"}; }
+std::vector<std::string> debug_config_argv() {
+  return {binary_inside, "debug", "config"};
+}
 
 std::string check_effective_config(std::string_view printed, const nlohmann::ordered_json& ours) {
   auto reported = nlohmann::json::parse(printed, nullptr, false);
@@ -179,8 +181,9 @@ std::string build_prompt(const PromptInputs& in) {
   if (in.allow_bash.empty()) {
     text += "- You have no shell: the bash tool refuses every command. Use read, edit, write, glob, grep and list.\n";
   } else {
-    text += "- The bash tool may run only commands matching these patterns (opencode permission patterns), and "
-            "nothing else:";
+    text +=
+        "- The bash tool may run only commands matching these patterns (opencode permission patterns), and "
+        "nothing else:";
     for (const auto& pattern : in.allow_bash) text += " `" + pattern + "`";
     text += "\n";
   }

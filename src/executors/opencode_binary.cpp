@@ -36,9 +36,10 @@ std::string parse_version(const std::string& version_output) {
 }
 
 Result<std::string> resolve_binary(const std::string& configured, const std::string& path_value) {
-  return resolve_executable(configured, path_value,
-                            {"opencode", "[opencode] binary",
-                             "install opencode (npm install -g opencode-ai) or set [opencode] binary in your user config"});
+  return resolve_executable(
+      configured, path_value,
+      {"opencode", "[opencode] binary",
+       "install opencode (npm install -g opencode-ai) or set [opencode] binary in your user config"});
 }
 
 Binary probe_binary(const std::string& real_path, const std::string& cache_dir) {
@@ -53,9 +54,9 @@ Binary probe_binary(const std::string& real_path, const std::string& cache_dir) 
       version = ask(real_path, {"--version"}, scratch.path());
       help = ask(real_path, {"run", "--help"}, scratch.path());
     } catch (const Error& error) {
-      throw usage_error("the opencode binary " + real_path + " does not answer --version and run --help: " +
-                            error.what(),
-                        "check the installation: run '" + real_path + " --version'");
+      throw usage_error(
+          "the opencode binary " + real_path + " does not answer --version and run --help: " + error.what(),
+          "check the installation: run '" + real_path + " --version'");
     }
   }
   if (!version.status.success() || !help.status.success()) {

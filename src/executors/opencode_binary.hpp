@@ -14,8 +14,8 @@
 namespace mullet::executors::opencode {
 
 struct Binary {
-  std::string path;     // real path: no symlink anywhere in it
-  std::string version;  // "1.18.33"
+  std::string path;                 // real path: no symlink anywhere in it
+  std::string version;              // "1.18.33"
   std::set<std::string> run_flags;  // what `opencode run --help` lists
 };
 

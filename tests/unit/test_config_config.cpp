@@ -647,9 +647,9 @@ const std::vector<IntegerRange>& integer_ranges() {
 // Every string key and its cap in bytes.
 const std::vector<std::pair<const char*, std::size_t>>& string_caps() {
   static const std::vector<std::pair<const char*, std::size_t>> caps = {
-      {"run.executor", 4096},    {"run.command", 65536},      {"run.setup", 65536},      {"claude.binary", 4096},
-      {"claude.base_url", 4096}, {"claude.credential", 4096}, {"sandbox.history", 4096}, {"opencode.binary", 4096},
-      {"opencode.model", 4096},
+      {"run.executor", 4096},    {"run.command", 65536},    {"run.setup", 65536},
+      {"claude.binary", 4096},   {"claude.base_url", 4096}, {"claude.credential", 4096},
+      {"sandbox.history", 4096}, {"opencode.binary", 4096}, {"opencode.model", 4096},
   };
   return caps;
 }

@@ -27,7 +27,7 @@ using Strings = std::vector<std::string>;
 
 namespace {
 
-const char* const session_events = R"(
+const char* const session_events = R"json(
 {"type":"step_start","sessionID":"ses_1","part":{"sessionID":"ses_1","snapshot":"0d8a474fc67971fb3dd7616e26323d3066442555","type":"step-start"}}
 {"type":"text","sessionID":"ses_1","part":{"sessionID":"ses_1","type":"text","text":"Editing."}}
 {"type":"tool_use","sessionID":"ses_1","part":{"type":"tool","tool":"write","callID":"call_w1","state":{"status":"completed","input":{"filePath":"/mullet/work/b.txt","content":"hello\n"},"output":"Wrote file successfully.","metadata":{"diagnostics":{},"filepath":"/mullet/work/b.txt","exists":false,"truncated":false},"title":"b.txt"},"sessionID":"ses_1"}}
@@ -41,7 +41,7 @@ const char* const session_events = R"(
 {"type":"step_start","sessionID":"ses_1","part":{"sessionID":"ses_1","snapshot":"da4c279bfd2fedf14533d91aaae05499882e3830","type":"step-start"}}
 {"type":"text","sessionID":"ses_1","part":{"sessionID":"ses_1","type":"text","text":"All set.\nMULLET-RESULT {\"status\": \"done\", \"summary\": \"wrote b.txt\"}"}}
 {"type":"step_finish","sessionID":"ses_1","part":{"reason":"stop","snapshot":"da4c279bfd2fedf14533d91aaae05499882e3830","sessionID":"ses_1","type":"step-finish","tokens":{"total":120,"input":100,"output":20,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0}}
-)";
+)json";
 
 const char* const unreachable_event =
     R"({"type":"error","timestamp":1796318581131,"sessionID":"ses_2","error":{"name":"APIError","data":{"message":"Cannot connect to API: Was there a typo in the url or port?","isRetryable":true,"metadata":{"url":"http://127.0.0.1:9/v1/chat/completions"}}}})";
@@ -153,8 +153,8 @@ TEST_CASE("opencode: the command line needs --format and --model, and keeps the 
   const std::set<std::string> flags = {"--format", "--model", "--agent", "--dir"};
   const auto argv = opencode::build_argv(flags, "local/qwen", "-fix the build");
   REQUIRE(argv.has_value());
-  CHECK(*argv == Strings{"/mullet/bin/opencode", "run", "--format", "json", "--model", "local/qwen", "--",
-                         "-fix the build"});
+  CHECK(*argv ==
+        Strings{"/mullet/bin/opencode", "run", "--format", "json", "--model", "local/qwen", "--", "-fix the build"});
   const auto refused = opencode::build_argv({"--model"}, "local/qwen", "x");
   REQUIRE_FALSE(refused.has_value());
   CHECK(std::string(refused.error().what()).find("--format") != std::string::npos);
@@ -259,8 +259,7 @@ TEST_CASE("opencode: the verdict names what went wrong") {
     CHECK(outcome.report.status == "blocked");
   }
   SUBCASE("endpoint unreachable") {
-    const auto outcome =
-        opencode::judge(state_of(unreachable_event), {mullet::sandbox::StopReason::exit, 1, "", ""});
+    const auto outcome = opencode::judge(state_of(unreachable_event), {mullet::sandbox::StopReason::exit, 1, "", ""});
     CHECK(outcome.kind == WorkerOutcome::Kind::failed);
     CHECK(outcome.error.find("could not reach its model API") != std::string::npos);
   }
