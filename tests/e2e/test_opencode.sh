@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The opencode executor, end to end: the real opencode CLI (the pinned
+# version scripts/install-opencode puts in the build tree,
+# $MULLET_TEST_OPENCODE) runs inside git-mullet's sandbox against a scripted
+# OpenAI-compatible API (tests/lib/fake_openai_api.py) on the host's
+# loopback, which it reaches only through git-mullet's credential endpoint.
+source "$(dirname "$0")/../lib/harness.sh"
+
+source "$HARNESS_DIR/opencode_api.sh"
+
+test_a_session_edits_a_file_and_finishes_done() {
+  scratch
+  start_openai_api "$(oc_script \
+    "$(oc_write_turn write /mullet/work/hello.txt "$(printf 'hello from the model\n')")" \
+    "$(oc_done_turn "wrote hello.txt as asked")")"
+  opencode_config ""
+  new_repo repo
+  cd repo
+  run_job -m "Please write hello.txt (task-marker-4712)"
+  expect_job 0
+  assert_eq "$(json_field "$JOB_JSON" state)" succeeded
+  assert_eq "$(json_field "$JOB_JSON" executor)" opencode "executor"
+  local result
+  result="$(json_field "$JOB_JSON" result)"
+  assert_eq "$(git cat-file blob "$result:hello.txt")" "hello from the model" "hello.txt"
+  assert_eq "$(git diff --name-only HEAD "$result")" hello.txt "changed paths"
+  assert_contains "$(oc_tool_result write)" "Wrote file successfully" "the write tool's result"
+  # The task reached the model inside git-mullet's prompt, and the key never
+  # reached the sandbox: the server saw our key, forwarded by the endpoint.
+  local first
+  first="$(jq -c 'select(.turn == 0)' "$API_LOG" | head -n 1)"
+  assert_contains "$first" "task-marker-4712" "the first step's request"
+  assert_contains "$first" "Bearer $MULLET_TEST_OPENAI_KEY" "the upstream authorization"
+  local show
+  show="$(git mullet show --json "$JOB")"
+  assert_eq "$(json_get "$show" .report.status)" done "report status"
+  assert_eq "$(json_get "$show" .report.summary)" "wrote hello.txt as asked" "report summary"
+  assert_eq "$(json_get "$show" '.report.turns >= 2')" true "report turns ($(json_get "$show" .report.turns))"
+  assert_eq "$(json_get "$show" .executor_version)" "$PINNED_OPENCODE_VERSION" "executor version"
+  assert_eq "$(json_get "$show" '.phases[0].grants')" "[]" "grants"
+  assert_eq "$(json_get "$show" '.phases[0].network')" "[]" "proxied connections"
+}
+
+run_tests
