@@ -17,4 +17,5 @@ trap 'rm -rf "$scratch"' EXIT
 # The suite file and the binary must be readable by that user; they live in
 # the source and build trees, which are world-readable.
 runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 \
-  TMPDIR="$scratch" MULLET_BIN="$MULLET_BIN" MULLET_TEST_CLAUDE="${MULLET_TEST_CLAUDE:-}" ${ONLY:+ONLY="$ONLY"} bash "$suite"
+  TMPDIR="$scratch" MULLET_BIN="$MULLET_BIN" MULLET_TEST_CLAUDE="${MULLET_TEST_CLAUDE:-}" \
+  MULLET_TEST_OPENCODE="${MULLET_TEST_OPENCODE:-}" ${ONLY:+ONLY="$ONLY"} bash "$suite"
