@@ -3,6 +3,7 @@
 
 #include "cli/commands.hpp"
 #include "executors/claude_stream.hpp"
+#include "executors/executor.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
 #include "jobs/phases.hpp"
@@ -43,7 +44,7 @@ int log(const LogOptions& options) {
     executors::claude::EventSplitter splitter;
     auto parsed = splitter.feed(*events);
     for (auto& event : splitter.finish()) parsed.push_back(std::move(event));
-    for (const auto& event : parsed) out += executors::claude::render_event(event);
+    for (const auto& event : parsed) out += executors::render_event(job.record.executor.name, event);
     if (splitter.bad_lines() > 0) out += "(" + std::to_string(splitter.bad_lines()) + " lines were not events)\n";
     if (text && !text->empty()) out += "== the worker's other output:\n";
   }

@@ -14,6 +14,7 @@
 
 #include "cli/commands.hpp"
 #include "executors/claude_stream.hpp"
+#include "executors/executor.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
 #include "jobs/record.hpp"
@@ -78,7 +79,8 @@ class FileTail {
 // and its plain output.
 class OutputFollower {
  public:
-  explicit OutputFollower(const jobs::JobPaths& paths) : m_events(paths.events_log), m_plain(paths.worker_log) {}
+  OutputFollower(const jobs::JobPaths& paths, std::string executor_name)
+      : m_events(paths.events_log), m_plain(paths.worker_log), m_executor_name(std::move(executor_name)) {}
 
   void pump() {
     constexpr std::size_t piece = 1U << 20U;
@@ -107,7 +109,7 @@ class OutputFollower {
 
  private:
   void print_events(const std::vector<nlohmann::json>& events) {
-    for (const auto& event : events) write(util::terminal_safe(executors::claude::render_event(event)));
+    for (const auto& event : events) write(util::terminal_safe(executors::render_event(m_executor_name, event)));
   }
   static void write(const std::string& text) {
     if (!text.empty()) std::cerr.write(text.data(), static_cast<std::streamsize>(text.size())).flush();
@@ -115,6 +117,7 @@ class OutputFollower {
 
   FileTail m_events;
   FileTail m_plain;
+  std::string m_executor_name;
   executors::claude::EventSplitter m_splitter;
   // The worker's output must not drive the user's terminal.
   util::TerminalSafeStream m_plain_shown;
@@ -128,7 +131,7 @@ int wait_for_job(const WaitOptions& options) {
   const jobs::JobPaths paths = jobs::job_paths(repo, id);
   // Like `run --json`, --json prints the record and nothing of the output.
   const bool follow = !options.quiet && !options.json;
-  OutputFollower output(paths);
+  OutputFollower output(paths, first.record.executor.name);
   if (follow && jobs::effective_state(first.record) != jobs::JobState::running && !util::exists(paths.worker_log) &&
       !util::exists(paths.events_log)) {
     output.print_recorded(store.read_file(first, "events.jsonl"), store.read_file(first, "worker.log"));

@@ -3,8 +3,10 @@
 #include <iostream>
 
 #include "executors/claude.hpp"
+#include "executors/claude_stream.hpp"
 #include "executors/command.hpp"
 #include "executors/opencode.hpp"
+#include "executors/opencode_stream.hpp"
 #include "util/error.hpp"
 #include "util/strings.hpp"
 
@@ -51,6 +53,11 @@ WorkerOutcome plain_outcome(const sandbox::RunResult& run) {
 std::unique_ptr<WorkerSession> Executor::start_session(const WorkerSpec& /*spec*/, bool show_progress,
                                                        const SessionLimits& /*limits*/) const {
   return std::make_unique<PlainSession>(show_progress);
+}
+
+std::string render_event(const std::string& executor_name, const nlohmann::json& event) {
+  if (executor_name == "opencode") return opencode::render_event(event);
+  return claude::render_event(event);
 }
 
 std::unique_ptr<Executor> make_executor(const std::string& name) {

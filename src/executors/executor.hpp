@@ -124,6 +124,11 @@ class Executor {
 // The verdict on a worker that prints plain text: success is exit code 0.
 WorkerOutcome plain_outcome(const sandbox::RunResult& run);
 
+// One event of a worker's structured output (events.jsonl) as lines a person
+// reads, in the dialect of the executor that recorded it; empty for events
+// not worth a line.
+std::string render_event(const std::string& executor_name, const nlohmann::json& event);
+
 // Throws a usage error for an unknown executor.
 std::unique_ptr<Executor> make_executor(const std::string& name);
 

@@ -39,6 +39,43 @@ test_a_session_edits_a_file_and_finishes_done() {
   assert_eq "$(json_get "$show" .executor_version)" "$PINNED_OPENCODE_VERSION" "executor version"
   assert_eq "$(json_get "$show" '.phases[0].grants')" "[]" "grants"
   assert_eq "$(json_get "$show" '.phases[0].network')" "[]" "proxied connections"
+  # The record's events, rendered in opencode's dialect.
+  assert_contains "$(git mullet log "$JOB")" "-> write: " "git mullet log"
+}
+
+test_a_bash_command_not_allowed_is_refused_listed_and_never_runs() {
+  scratch
+  start_openai_api "$(oc_script \
+    "$(oc_bash_turn allowed "touch allowed-marker")" \
+    "$(oc_bash_turn denied "touch denied-marker")" \
+    "$(oc_done_turn "tried both")")"
+  opencode_config '"touch allowed-marker"'
+  new_repo repo
+  cd repo
+  run_job -m "touch two files"
+  expect_job 0
+  local result show
+  result="$(json_field "$JOB_JSON" result)"
+  git cat-file -e "$result:allowed-marker" || fail "the allowed command did not run: $JOB_JSON"
+  if git cat-file -e "$result:denied-marker" 2>/dev/null; then fail "the denied command ran"; fi
+  assert_contains "$(oc_tool_result denied)" "prevents you from using this specific tool call" "the model was told"
+  show="$(git mullet show --json "$JOB")"
+  assert_eq "$(json_get "$show" '[.report.permission_denials[].tool_input.command] | join(",")')" \
+    "touch denied-marker" "the refused commands"
+  assert_contains "$(git mullet show "$JOB")" "touch denied-marker" "git mullet show"
+}
+
+test_a_session_without_its_result_line_fails_naming_it() {
+  scratch
+  start_openai_api "$(oc_script \
+    "$(oc_write_turn write /mullet/work/half.txt "half")" \
+    '[{"text": "I am finished, trust me."}]')"
+  opencode_config ""
+  new_repo repo
+  cd repo
+  run_job -m "write half.txt"
+  [ "$RUN_CODE" != 0 ] || fail "the job succeeded without a result line: $JOB_JSON"
+  assert_contains "$(json_field "$JOB_JSON" error)" "without its final result" "the error"
 }
 
 run_tests
