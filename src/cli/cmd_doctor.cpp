@@ -7,6 +7,8 @@
 #include "executors/claude_args.hpp"
 #include "executors/claude_binary.hpp"
 #include "executors/executor.hpp"
+#include "executors/opencode_args.hpp"
+#include "executors/opencode_binary.hpp"
 #include "jobs/api_access.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/slots.hpp"
@@ -56,6 +58,34 @@ sandbox::Check claude_check(const config::Settings& settings, const std::string&
   return check;
 }
 
+// Which opencode a job would run, and whether its `run` has every flag we
+// rely on; a warning unless opencode is the configured executor.
+sandbox::Check opencode_check(const config::Settings& settings, const std::string& cache_dir) {
+  const bool required = settings.run.executor == "opencode";
+  sandbox::Check check{"opencode (the opencode executor)", false, false, {}, {}};
+  try {
+    const std::string real_path =
+        value_or_throw(executors::opencode::resolve_binary(settings.opencode.binary, util::host_path()));
+    const auto binary = executors::opencode::probe_binary(real_path, cache_dir);
+    check.detail = binary.path + " (" + binary.version + ")";
+    const auto argv = executors::opencode::build_argv(binary.run_flags, settings.opencode.model, "");
+    if (!argv) {
+      check.required = required;
+      check.detail += ": " + std::string(argv.error().what());
+      check.fix = argv.error().hint();
+      return check;
+    }
+    check.ok = true;
+    check.detail += "; model " + settings.opencode.model + "; bash runs " +
+                    (settings.opencode.allow_bash.empty() ? std::string("nothing")
+                                                          : "only " + util::join(settings.opencode.allow_bash, ", "));
+  } catch (const Error& error) {
+    check.detail = error.what();
+    check.fix = error.hint();
+  }
+  return check;
+}
+
 // As root, which host uids jobs' sandboxes run as.
 std::optional<sandbox::Check> sandbox_user_check(const config::SandboxSettings& sandbox,
                                                  std::optional<uid_t>& probe_uid) {
@@ -93,6 +123,7 @@ int doctor(bool json) {
   auto checks = sandbox::run_doctor_checks(probe_uid);
   if (user_check) checks.push_back(*user_check);
   checks.push_back(claude_check(settings, repo ? jobs::jobs_directory(*repo) : std::string()));
+  checks.push_back(opencode_check(settings, repo ? jobs::jobs_directory(*repo) : std::string()));
 
   const nlohmann::json grants = {
       {"setup", settings.network.setup}, {"worker", settings.network.worker}, {"gates", nlohmann::json::array()}};
