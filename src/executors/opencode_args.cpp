@@ -179,7 +179,7 @@ std::string build_prompt(const PromptInputs& in) {
           ". The rules of this sandbox, so you do not waste attempts:\n";
   text += "- Edit files only under " + in.work_tree + "; nothing else is writable and your home is off limits.\n";
   if (in.allow_bash.empty()) {
-    text += "- You have no shell: the bash tool refuses every command. Use read, edit, write, glob, grep and list.\n";
+    text += "- You have no shell: there is no bash tool. Use read, edit, write, glob, grep and list.\n";
   } else {
     text +=
         "- The bash tool may run only commands matching these patterns (opencode permission patterns), and "

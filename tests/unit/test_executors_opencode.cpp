@@ -200,7 +200,7 @@ TEST_CASE("opencode: the prompt states the rules and the result line") {
   CHECK(prompt.find("MULLET-RESULT {\"status\": \"done\"") != std::string::npos);
   CHECK(prompt.find("Fix the bug.\n") != std::string::npos);
   const std::string no_shell = opencode::build_prompt({"x", {}, "/mullet/work"});
-  CHECK(no_shell.find("refuses every command") != std::string::npos);
+  CHECK(no_shell.find("there is no bash tool") != std::string::npos);
 }
 
 TEST_CASE("opencode: the final result is the last valid result line") {
