@@ -78,6 +78,22 @@ test_a_session_without_its_result_line_fails_naming_it() {
   assert_contains "$(json_field "$JOB_JSON" error)" "without its final result" "the error"
 }
 
+test_the_step_limit_stops_the_worker() {
+  scratch
+  local turns=() k
+  for k in 1 2 3 4 5 6; do turns+=("$(oc_write_turn "w$k" "/mullet/work/file-$k" "$k")"); done
+  start_openai_api "$(oc_script "${turns[@]}" "$(oc_done_turn "wrote six files")")"
+  opencode_config "" "turns = 2"
+  new_repo repo
+  cd repo
+  run_job -m "write six files"
+  [ "$RUN_CODE" != 0 ] || fail "the job went past its step limit: $JOB_JSON"
+  assert_contains "$(json_field "$JOB_JSON" error)" "turn" "the error"
+  local steps
+  steps="$(jq -s '[.[] | select(.turn != null)] | length' "$API_LOG")"
+  [ "$steps" -le 4 ] || fail "$steps steps reached the API with a limit of 2"
+}
+
 test_the_clones_opencode_configuration_widens_nothing() {
   scratch
   start_openai_api "$(oc_script \
