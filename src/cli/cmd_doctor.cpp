@@ -68,7 +68,7 @@ sandbox::Check opencode_check(const config::Settings& settings, const std::strin
         value_or_throw(executors::opencode::resolve_binary(settings.opencode.binary, util::host_path()));
     const auto binary = executors::opencode::probe_binary(real_path, cache_dir);
     check.detail = binary.path + " (" + binary.version + ")";
-    const auto argv = executors::opencode::build_argv(binary.run_flags, settings.opencode.model, "");
+    const auto argv = executors::opencode::build_argv(binary.run_flags, settings.opencode.model);
     if (!argv) {
       check.required = required;
       check.detail += ": " + std::string(argv.error().what());

@@ -89,9 +89,8 @@ WorkerSpec OpencodeExecutor::prepare(const TaskContext& task) const {
       opencode::build_config({model, task.api->base_url, task.api->sentinel, settings.opencode.allow_bash});
 
   WorkerSpec spec;
-  spec.command = value_or_throw(opencode::build_argv(
-      binary.run_flags, settings.opencode.model,
-      opencode::build_prompt({task.prompt, settings.opencode.allow_bash, sandbox::inside::work_tree})));
+  spec.command = value_or_throw(opencode::build_argv(binary.run_flags, settings.opencode.model));
+  spec.stdin_data = opencode::build_prompt({task.prompt, settings.opencode.allow_bash, sandbox::inside::work_tree});
   spec.mounts.push_back({sandbox::MountKind::read_only_bind, binary.path, opencode::binary_inside});
   spec.env = opencode::worker_environment(config, sandbox::inside::home);
   spec.uses_api = true;

@@ -125,16 +125,14 @@ bool is_configuration_variable(std::string_view name) {
   return lower.ends_with("_api_key");
 }
 
-Result<std::vector<std::string>> build_argv(const std::set<std::string>& run_flags, const std::string& model,
-                                            const std::string& prompt) {
+Result<std::vector<std::string>> build_argv(const std::set<std::string>& run_flags, const std::string& model) {
   for (const char* flag : {"--format", "--model"}) {
     if (run_flags.count(flag) == 0) {
       return fail(refused_error("this opencode's `run` has no " + std::string(flag) + " flag, which git-mullet needs",
                                 "install a supported version (scripts/opencode-version names the tested one)"));
     }
   }
-  // "--": a task that starts with a dash is still the message.
-  return std::vector<std::string>{binary_inside, "run", "--format", "json", "--model", model, "--", prompt};
+  return std::vector<std::string>{binary_inside, "run", "--format", "json", "--model", model};
 }
 
 std::vector<std::string> debug_config_argv() {

@@ -69,11 +69,12 @@ std::map<std::string, std::string> worker_environment(const nlohmann::ordered_js
 // never let any of them in.
 bool is_configuration_variable(std::string_view name);
 
-// The worker's argv: `opencode run --format json -m MODEL PROMPT`. A flag we
-// rely on that `run_flags` (from `opencode run --help`) lacks is a refusal
-// naming it.
-Result<std::vector<std::string>> build_argv(const std::set<std::string>& run_flags, const std::string& model,
-                                            const std::string& prompt);
+// The worker's argv: `opencode run --format json --model MODEL`; the prompt
+// goes on its stdin (read as the message when no message argument is given),
+// so no size limit of an argument applies and it is not on a command line. A
+// flag we rely on that `run_flags` (from `opencode run --help`) lacks is a
+// refusal naming it.
+Result<std::vector<std::string>> build_argv(const std::set<std::string>& run_flags, const std::string& model);
 
 // The argv that prints the effective configuration (`opencode debug config`).
 std::vector<std::string> debug_config_argv();

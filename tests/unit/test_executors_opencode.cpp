@@ -149,13 +149,12 @@ TEST_CASE("opencode: the environment keeps every directory in the home and every
   for (const char* name : {"GOFLAGS", "LANG", "CARGO_HOME"}) CHECK_FALSE(opencode::is_configuration_variable(name));
 }
 
-TEST_CASE("opencode: the command line needs --format and --model, and keeps the prompt one argument") {
+TEST_CASE("opencode: the command line needs --format and --model; the prompt goes on stdin") {
   const std::set<std::string> flags = {"--format", "--model", "--agent", "--dir"};
-  const auto argv = opencode::build_argv(flags, "local/qwen", "-fix the build");
+  const auto argv = opencode::build_argv(flags, "local/qwen");
   REQUIRE(argv.has_value());
-  CHECK(*argv ==
-        Strings{"/mullet/bin/opencode", "run", "--format", "json", "--model", "local/qwen", "--", "-fix the build"});
-  const auto refused = opencode::build_argv({"--model"}, "local/qwen", "x");
+  CHECK(*argv == Strings{"/mullet/bin/opencode", "run", "--format", "json", "--model", "local/qwen"});
+  const auto refused = opencode::build_argv({"--model"}, "local/qwen");
   REQUIRE_FALSE(refused.has_value());
   CHECK(std::string(refused.error().what()).find("--format") != std::string::npos);
   CHECK(opencode::debug_config_argv() == Strings{"/mullet/bin/opencode", "debug", "config"});
