@@ -171,6 +171,10 @@ std::vector<Check> run_doctor_checks(std::optional<uid_t> sandbox_uid) {
   checks.push_back(check_program("git", "git", "apt-get install git", true));
   checks.push_back(
       check_program("socat (Claude Code's own sandbox needs it)", "socat", "apt-get install socat", false, "-V"));
+  // Without it, opencode's glob and grep tools fail inside the sandbox (it
+  // would download one, and has no network there).
+  checks.push_back(check_program("ripgrep (opencode's glob and grep tools need it)", "rg", "apt-get install ripgrep",
+                                 false, "--version"));
   return checks;
 }
 
