@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -545,25 +546,36 @@ std::string format_value(const Value& value) {
 void merge_credentials(const toml::node& section, const std::string& file_label, std::vector<Problem>& problems,
                        std::vector<Credential>& credentials);
 
+// Calls `visit` with each table of an array-of-tables section (`[[name]]`),
+// once what is not a table has been reported.
+void for_each_table(const toml::node& section, const std::string& name, const std::string& file_label,
+                    std::vector<Problem>& problems,
+                    const std::function<void(const toml::node&, const toml::table&)>& visit) {
+  const auto* tables = section.as_array();
+  if (tables == nullptr) {
+    problems.push_back({ExitCode::usage, location(file_label, section) + ": " + name +
+                                             ": must be an array of tables ([[" + name + "]])"});
+    return;
+  }
+  for (const auto& node : *tables) {
+    if (const auto* table = node.as_table()) {
+      visit(node, *table);
+    } else {
+      problems.push_back(
+          {ExitCode::usage, location(file_label, node) + ": " + name + ": each [[" + name + "]] must be a table"});
+    }
+  }
+}
+
 // [[gate]] tables of either file: each checked, then appended to `gates`.
 void merge_gates(const toml::node& section, const std::string& file_label, std::vector<Problem>& problems,
                  std::vector<Gate>& gates) {
   auto malformed = [&](const std::string& message) { problems.push_back({ExitCode::usage, message}); };
-  const auto* tables = section.as_array();
-  if (tables == nullptr) {
-    malformed(location(file_label, section) + ": gate: must be an array of tables ([[gate]])");
-    return;
-  }
-  for (const auto& gate_node : *tables) {
-    const auto* table = gate_node.as_table();
-    if (table == nullptr) {
-      malformed(location(file_label, gate_node) + ": gate: each [[gate]] must be a table");
-      continue;
-    }
+  for_each_table(section, "gate", file_label, problems, [&](const toml::node& gate_node, const toml::table& table) {
     Gate gate;
     gate.origin = location(file_label, gate_node);
     bool ok = true;
-    for (const auto& [field_key, field_node] : *table) {
+    for (const auto& [field_key, field_node] : table) {
       const std::string field(field_key.str());
       const std::string where = location(file_label, field_node) + ": gate." + field;
       if (field == "name" || field == "command") {
@@ -600,7 +612,7 @@ void merge_gates(const toml::node& section, const std::string& file_label, std::
       if (gate.name.empty()) gate.name = util::first_line(gate.command, 40);
       gates.push_back(gate);
     }
-  }
+  });
 }
 
 // Why the repository's file may not set `spec` to `value` over `yours` (what
@@ -828,21 +840,11 @@ std::string check_credential(const Credential& credential) {
 void merge_credentials(const toml::node& section, const std::string& file_label, std::vector<Problem>& problems,
                        std::vector<Credential>& credentials) {
   auto malformed = [&](const std::string& message) { problems.push_back({ExitCode::usage, message}); };
-  const auto* tables = section.as_array();
-  if (tables == nullptr) {
-    malformed(location(file_label, section) + ": credential: must be an array of tables ([[credential]])");
-    return;
-  }
-  for (const auto& node : *tables) {
-    const auto* table = node.as_table();
-    if (table == nullptr) {
-      malformed(location(file_label, node) + ": credential: each [[credential]] must be a table");
-      continue;
-    }
+  for_each_table(section, "credential", file_label, problems, [&](const toml::node& node, const toml::table& table) {
     Credential credential;
     credential.origin = location(file_label, node);
     bool ok = true;
-    for (const auto& [field_key, field_node] : *table) {
+    for (const auto& [field_key, field_node] : table) {
       const std::string field(field_key.str());
       const std::string where = location(file_label, field_node) + ": credential." + field;
       if (field == "command") {
@@ -876,7 +878,7 @@ void merge_credentials(const toml::node& section, const std::string& file_label,
         *text = *field_node.value<std::string>();
       }
     }
-    if (!ok) continue;
+    if (!ok) return;
     if (auto message = check_credential(credential); !message.empty()) {
       malformed(credential.origin + ": credential: " + message);
     } else if (std::any_of(credentials.begin(), credentials.end(),
@@ -887,7 +889,7 @@ void merge_credentials(const toml::node& section, const std::string& file_label,
     } else {
       credentials.push_back(std::move(credential));
     }
-  }
+  });
 }
 
 }  // namespace

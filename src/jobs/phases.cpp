@@ -182,39 +182,83 @@ PhaseRunner::PhaseRunner(const config::Settings& settings, const JobPaths& paths
       m_sandbox_uid(sandbox_uid),
       m_log(paths.worker_log, worker_log_cap) {}
 
-std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& phase, const SandboxDirs& dirs) {
-  // Declared before the servers, so that on unwinding they stop first.
+namespace {
+
+// The host-side servers a phase's sandbox reaches: the egress proxy for its
+// grants and the credential endpoint for its model API, with the upload cap
+// they share.
+struct PhaseServers {
+  // Declared first, so that on unwinding the servers stop before it goes.
   util::TempDir sockets_dir;
-  if (!phase.grants.empty() || phase.api) {
+  std::shared_ptr<net::UploadCap> upload_cap;
+  std::string proxy_socket;
+  std::unique_ptr<net::EgressProxy> proxy;
+  std::string api_socket;
+  std::unique_ptr<net::CredentialEndpoint> endpoint;
+
+  PhaseServers(const PhaseSpec& phase, const config::Settings& settings) {
+    if (phase.grants.empty() && !phase.api) return;
     // A short path of our own: unix socket paths are limited to 107 bytes.
     sockets_dir = util::TempDir("/tmp", "mullet-proxy-");
+    // One cap for what leaves through the proxy and the endpoint together.
+    upload_cap = std::make_shared<net::UploadCap>(settings.limits.egress_mb.bytes(), phase.uploaded_before);
+    if (!phase.grants.empty()) {
+      proxy_socket = sockets_dir.path() + "/proxy.sock";
+      net::ProxyOptions proxy_options;
+      proxy_options.upload_cap = upload_cap;
+      proxy = std::make_unique<net::EgressProxy>(phase.grants, proxy_socket, proxy_options);
+      proxy->start();
+    }
+    if (phase.api) {
+      api_socket = sockets_dir.path() + "/api.sock";
+      auto api_options = *phase.api;
+      api_options.upload_cap = upload_cap;
+      endpoint = std::make_unique<net::CredentialEndpoint>(api_socket, std::move(api_options));
+      endpoint->start();
+    }
   }
-  // One cap for what leaves through the proxy and the endpoint together.
-  std::shared_ptr<net::UploadCap> upload_cap;
-  if (!phase.grants.empty() || phase.api) {
-    upload_cap = std::make_shared<net::UploadCap>(m_settings.limits.egress_mb.bytes(), phase.uploaded_before);
+
+  void stop() {
+    if (proxy) proxy->stop();
+    if (endpoint) endpoint->stop();
+    sockets_dir.remove();
   }
-  std::unique_ptr<net::EgressProxy> proxy;
-  std::string socket;
-  if (!phase.grants.empty()) {
-    socket = sockets_dir.path() + "/proxy.sock";
-    net::ProxyOptions proxy_options;
-    proxy_options.upload_cap = upload_cap;
-    proxy = std::make_unique<net::EgressProxy>(phase.grants, socket, proxy_options);
-    proxy->start();
+
+  // What the servers saw goes into the phase's record; a worker that gave up
+  // on its own once refused was ended by the limit that refused it.
+  void settle(const PhaseSpec& phase, sandbox::RunResult& result, PhaseRecord& record) {
+    if (proxy) {
+      proxy->stop();
+      record.network = proxy->decisions_json();
+    }
+    if (endpoint) {
+      // Once stopped, the sentinel opens nothing.
+      endpoint->stop();
+      record.api = api_record(*phase.api, *endpoint);
+      if (endpoint->budget_exhausted() && sandbox::ended_by_itself(result.ended_by)) {
+        result.ended_by = sandbox::StopReason::budget;
+      }
+    }
+    if (upload_cap) {
+      record.upload = UploadRecord{upload_cap->limit_bytes(), upload_cap->spent_before(), upload_cap->bytes_up()};
+      if (upload_cap->exhausted() && sandbox::ended_by_itself(result.ended_by)) {
+        result.ended_by = sandbox::StopReason::egress;
+      }
+    }
+    record.ended_by = result.ended_by;
   }
-  std::unique_ptr<net::CredentialEndpoint> endpoint;
-  std::string api_socket;
-  if (phase.api) {
-    api_socket = sockets_dir.path() + "/api.sock";
-    auto api_options = *phase.api;
-    api_options.upload_cap = upload_cap;
-    endpoint = std::make_unique<net::CredentialEndpoint>(api_socket, std::move(api_options));
-    endpoint->start();
-  }
+};
+
+}  // namespace
+
+std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& phase, const SandboxDirs& dirs) {
+  PhaseServers servers(phase, m_settings);
+  const auto& endpoint = servers.endpoint;
+  const auto& upload_cap = servers.upload_cap;
   const std::optional<UidRange> uid =
       m_sandbox_uid ? std::optional<UidRange>(UidRange{*m_sandbox_uid, 1}) : std::nullopt;
-  const sandbox::Plan plan = plan_for(m_settings, m_paths, dirs, m_objects, phase, socket, api_socket, uid);
+  const sandbox::Plan plan =
+      plan_for(m_settings, m_paths, dirs, m_objects, phase, servers.proxy_socket, servers.api_socket, uid);
   std::string output;
   sandbox::RunIo io;
   io.stdin_data = phase.stdin_data;
@@ -263,9 +307,7 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
     m_log.end_phase();
     if (events) events->end_phase();
     if (m_echo && phase.session == nullptr) echo_text(echo.finish());
-    if (proxy) proxy->stop();
-    if (endpoint) endpoint->stop();
-    sockets_dir.remove();
+    servers.stop();
   };
   // The sandbox's processes died with it, so nothing adds a bit back. On the
   // host, nosuid does not apply: a setuid copy of a shell would let any user
@@ -291,29 +333,7 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
                      result.duration_ms, util::tail(output, phase_tail_bytes),
                      phase.grants,       nlohmann::json::array(),
                      nlohmann::json(),   std::nullopt};
-  if (proxy) {
-    proxy->stop();
-    record.network = proxy->decisions_json();
-  }
-  if (endpoint) {
-    // Once stopped, the sentinel opens nothing.
-    endpoint->stop();
-    record.api = api_record(*phase.api, *endpoint);
-    if (endpoint->budget_exhausted() && result.ended_by != sandbox::StopReason::budget &&
-        (result.ended_by == sandbox::StopReason::exit || result.ended_by == sandbox::StopReason::signal)) {
-      // The worker gave up on its own after the refusal: the budget ended it.
-      result.ended_by = sandbox::StopReason::budget;
-      record.ended_by = result.ended_by;
-    }
-  }
-  if (upload_cap) {
-    record.upload = UploadRecord{upload_cap->limit_bytes(), upload_cap->spent_before(), upload_cap->bytes_up()};
-    if (upload_cap->exhausted() && sandbox::ended_by_itself(result.ended_by)) {
-      // The worker gave up on its own once cut off: the cap ended it.
-      result.ended_by = sandbox::StopReason::egress;
-      record.ended_by = result.ended_by;
-    }
-  }
+  servers.settle(phase, result, record);
   cleanup();
   return {result, record};
 }

@@ -17,7 +17,7 @@ class EgressProxy::Impl {
 
   Impl(std::vector<std::string> grants_in, std::string socket_path, ProxyOptions options_in)
       : m_grants(std::move(grants_in)),
-        m_options(options_in),
+        m_options(std::move(options_in)),
         m_log(m_options.max_decisions),
         m_context{m_grants, m_options, m_log, [this](std::uint64_t id) { m_server.forget(id); }},
         m_server(
@@ -52,7 +52,7 @@ class EgressProxy::Impl {
 };
 
 EgressProxy::EgressProxy(std::vector<std::string> grants, std::string socket_path, ProxyOptions options)
-    : m_impl(std::make_unique<Impl>(std::move(grants), std::move(socket_path), options)) {}
+    : m_impl(std::make_unique<Impl>(std::move(grants), std::move(socket_path), std::move(options))) {}
 
 EgressProxy::~EgressProxy() {
   stop();

@@ -41,6 +41,50 @@ std::vector<std::string> socket_paths_from_env(const std::map<std::string, std::
   return paths;
 }
 
+namespace {
+
+// Binds the objects directory and any it borrows; answers what
+// GIT_ALTERNATE_OBJECT_DIRECTORIES must name inside.
+std::string bind_object_dirs(const PolicyInputs& in, Plan& plan) {
+  plan.mounts.push_back({MountKind::read_only_bind, in.objects_dir, inside::objects});
+  // Borrowed object directories (a repository made by clone --shared): bound
+  // too, and the host paths in every alternates file hidden, since git reads
+  // them inside; GIT_ALTERNATE_OBJECT_DIRECTORIES names the inside paths.
+  const auto has_alternates = [&](const std::string& dir) {
+    return std::find(in.dirs_with_alternates.begin(), in.dirs_with_alternates.end(), dir) !=
+           in.dirs_with_alternates.end();
+  };
+  std::string object_dirs = inside::objects;
+  if (has_alternates(in.objects_dir)) {
+    plan.mounts.push_back({MountKind::mask, in.empty_file, std::string(inside::objects) + "/info/alternates"});
+  }
+  for (std::size_t i = 0; i < in.borrowed_objects.size(); ++i) {
+    const std::string destination = std::string(inside::objects) + "-" + std::to_string(i + 1);
+    plan.mounts.push_back({MountKind::read_only_bind, in.borrowed_objects[i], destination});
+    if (has_alternates(in.borrowed_objects[i])) {
+      plan.mounts.push_back({MountKind::mask, in.empty_file, destination + "/info/alternates"});
+    }
+    object_dirs += ":" + destination;
+  }
+  return object_dirs;
+}
+
+// Sockets our environment names, wherever they live, are never reachable.
+void mask_sockets_named_by_env(const PolicyInputs& in, Plan& plan) {
+  for (const auto& socket : socket_paths_from_env(in.host_env)) {
+    bool visible = false;
+    for (const auto& mount : plan.mounts) {
+      if ((mount.kind == MountKind::read_only_bind || mount.kind == MountKind::writable_bind) &&
+          is_under(socket, mount.destination) && mount.source == mount.destination) {
+        visible = true;
+      }
+    }
+    if (visible) plan.mounts.push_back({MountKind::mask, in.empty_file, socket});
+  }
+}
+
+}  // namespace
+
 Plan build_plan(const PolicyInputs& in) {
   Plan plan;
   plan.phase = in.phase;
@@ -85,26 +129,7 @@ Plan build_plan(const PolicyInputs& in) {
   plan.must_be_sealed.emplace_back(inside::sealed_root);
   plan.mounts.push_back({MountKind::writable_bind, in.work_tree, inside::work_tree});
   plan.mounts.push_back({MountKind::read_only_bind, in.clone_git_dir, inside::git_dir});
-  plan.mounts.push_back({MountKind::read_only_bind, in.objects_dir, inside::objects});
-  // Borrowed object directories (a repository made by clone --shared): bound
-  // too, and the host paths in every alternates file hidden, since git reads
-  // them inside; GIT_ALTERNATE_OBJECT_DIRECTORIES names the inside paths.
-  const auto has_alternates = [&](const std::string& dir) {
-    return std::find(in.dirs_with_alternates.begin(), in.dirs_with_alternates.end(), dir) !=
-           in.dirs_with_alternates.end();
-  };
-  std::string object_dirs = inside::objects;
-  if (has_alternates(in.objects_dir)) {
-    plan.mounts.push_back({MountKind::mask, in.empty_file, std::string(inside::objects) + "/info/alternates"});
-  }
-  for (std::size_t i = 0; i < in.borrowed_objects.size(); ++i) {
-    const std::string destination = std::string(inside::objects) + "-" + std::to_string(i + 1);
-    plan.mounts.push_back({MountKind::read_only_bind, in.borrowed_objects[i], destination});
-    if (has_alternates(in.borrowed_objects[i])) {
-      plan.mounts.push_back({MountKind::mask, in.empty_file, destination + "/info/alternates"});
-    }
-    object_dirs += ":" + destination;
-  }
+  const std::string object_dirs = bind_object_dirs(in, plan);
   plan.mounts.push_back({MountKind::writable_bind, in.home_dir, inside::home});
   plan.mounts.push_back({MountKind::read_only_bind, in.helper_binary, inside::helper});
   for (const auto& mount : in.executor_mounts) plan.mounts.push_back(mount);
@@ -117,17 +142,7 @@ Plan build_plan(const PolicyInputs& in) {
   const bool has_api = !in.network.api_socket.empty();
   if (has_api) plan.mounts.push_back({MountKind::read_only_bind, in.network.api_socket, inside::api_socket});
 
-  // Sockets our environment names, wherever they live, are never reachable.
-  for (const auto& socket : socket_paths_from_env(in.host_env)) {
-    bool visible = false;
-    for (const auto& mount : plan.mounts) {
-      if ((mount.kind == MountKind::read_only_bind || mount.kind == MountKind::writable_bind) &&
-          is_under(socket, mount.destination) && mount.source == mount.destination) {
-        visible = true;
-      }
-    }
-    if (visible) plan.mounts.push_back({MountKind::mask, in.empty_file, socket});
-  }
+  mask_sockets_named_by_env(in, plan);
 
   // The environment is built, never filtered from ours.
   plan.env["PATH"] = inside::path;

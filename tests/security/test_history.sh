@@ -20,6 +20,12 @@ source "$(dirname "$0")/lib/common.bash"
 PROBE='
 out="${PROBE_OUT:-/mullet/work/probe}"
 scratch="$TMPDIR/probe-scratch"
+# /mullet itself cannot be listed (mode 0111): what is below it is walked by
+# name, every object directory git is told of included.
+roots="/mullet/work /mullet/git /mullet/objects /mullet/home /mullet/etc /mullet/bin"
+for k in 1 2 3 4 5 6 7 8 9; do roots="$roots /mullet/objects-$k"; done
+roots="$roots $(printf "%s" "${GIT_ALTERNATE_OBJECT_DIRECTORIES:-}" | tr ":" " ")"
+roots="$(for r in $roots; do [ -e "$r" ] && echo "$r"; done | sort -u | tr "\n" " ")"
 mkdir -p "$out" "$scratch"
 : >"$out/git-failed.txt"
 check() {
@@ -43,12 +49,12 @@ check git cat-file -p "HEAD^{tree}"
   git log -g -p 2>&1
   git stash list -p 2>&1
   git for-each-ref 2>&1
-  ls -laR /mullet 2>&1
-  grep -ra "SECRET-" /mullet 2>/dev/null
+  ls -laR $roots 2>&1
+  grep -ra "SECRET-" $roots 2>/dev/null
   # Pack files read without our alternates: unpacked into a repository of
   # their own, then every object printed.
   n=0
-  for pack in $(find /mullet -name "*.pack" 2>/dev/null); do
+  for pack in $(find $roots -name "*.pack" 2>/dev/null | sort -u); do
     n=$((n + 1))
     git init -q "$scratch/unpacked-$n"
     env -u GIT_ALTERNATE_OBJECT_DIRECTORIES git -C "$scratch/unpacked-$n" unpack-objects -q <"$pack"
@@ -58,7 +64,9 @@ check git cat-file -p "HEAD^{tree}"
   # Loose objects, inflated by hand.
   python3 -c "
 import os, re, zlib
-for root, dirs, files in os.walk(\"/mullet\"):
+import sys
+for top in sys.argv[1:]:
+  for root, dirs, files in os.walk(top):
     for name in files:
         path = os.path.join(root, name)
         if re.search(r\"/[0-9a-f]{2}/[0-9a-f]{38}$\", path):
@@ -66,7 +74,7 @@ for root, dirs, files in os.walk(\"/mullet\"):
                 print(zlib.decompress(open(path, \"rb\").read()).decode(\"latin-1\"))
             except Exception as error:
                 print(\"cannot inflate\", path, error)
-"
+" $roots
 } >"$scratch/everything.txt" 2>&1
 grep -ao "SECRET-[0-9a-f]\{16\}" "$scratch/everything.txt" | sort -u >"$out/found.txt"
 grep -a "^PACKS-READ" "$scratch/everything.txt" >"$out/packs.txt"
