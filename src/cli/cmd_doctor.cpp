@@ -130,8 +130,8 @@ int doctor(bool json) {
   // The model API is not a grant: the worker reaches it only through the
   // credential endpoint, which holds the key on this side.
   std::string api_upstream;
-  if (executors::make_executor(settings.run.executor)->needs_api()) {
-    const auto upstream = net::parse_upstream_url(jobs::planned_claude_upstream(settings));
+  if (const auto executor = executors::make_executor(settings.run.executor); executor->needs_api()) {
+    const auto upstream = net::parse_upstream_url(jobs::planned_upstream(settings, *executor));
     api_upstream = upstream ? upstream->to_string() : std::string();
   }
   bool required_ok = true;

@@ -173,6 +173,10 @@ const std::vector<KeySpec>& schema() {
       {"opencode.model", Kind::string, RepoRule::user_only, std::string("anthropic/claude-sonnet-4-5"),
        text(name_bytes), "the opencode worker's model, as provider/model",
        [](Settings& settings, const Value& value) { settings.opencode.model = text_of(value); }},
+      {"opencode.credential", Kind::string, RepoRule::user_only, std::string(), text(name_bytes),
+       "the [[credential]] the opencode worker's API requests carry (empty: ANTHROPIC_API_KEY for the anthropic "
+       "provider, OPENAI_API_KEY for openai, from git-mullet's environment)",
+       [](Settings& settings, const Value& value) { settings.opencode.credential = text_of(value); }},
       {"opencode.allow_bash", Kind::list, RepoRule::narrow_list, std::vector<std::string>{},
        items(list_items, name_bytes),
        "bash command patterns the opencode worker may run (opencode's permission syntax)",

@@ -94,6 +94,7 @@ struct OpencodeSettings {
   std::string binary;
   std::string model;                    // provider/model, as opencode names it
   std::vector<std::string> allow_bash;  // opencode bash permission patterns
+  std::string credential;               // a [[credential]]'s name; empty: by provider, the host's variable
   bool operator==(const OpencodeSettings&) const = default;
 };
 

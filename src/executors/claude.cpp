@@ -100,6 +100,16 @@ const char* sentinel_variable(ApiAuth auth) {
 
 }  // namespace
 
+ApiSource ClaudeExecutor::api_source(const config::Settings& settings) const {
+  return {"[claude] credential",
+          settings.claude.credential,
+          settings.claude.base_url,
+          {{"ANTHROPIC_API_KEY", "x-api-key", "{}", ApiAuth::api_key},
+           {"ANTHROPIC_AUTH_TOKEN", "Authorization", "Bearer {}", ApiAuth::auth_token},
+           {"CLAUDE_CODE_OAUTH_TOKEN", "Authorization", "Bearer {}", ApiAuth::oauth_token}},
+          "Claude Code"};
+}
+
 WorkerSpec ClaudeExecutor::prepare(const TaskContext& task) const {
   const auto& settings = task.settings;
   const std::string real_path = value_or_throw(claude::resolve_binary(settings.claude.binary, util::host_path()));

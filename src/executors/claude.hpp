@@ -10,6 +10,7 @@ class ClaudeExecutor final : public Executor {
  public:
   std::string name() const override { return "claude"; }
   bool needs_api() const override { return true; }
+  ApiSource api_source(const config::Settings& settings) const override;
   WorkerSpec prepare(const TaskContext& task) const override;
   std::unique_ptr<WorkerSession> start_session(const WorkerSpec& spec, bool show_progress,
                                                const SessionLimits& limits) const override;

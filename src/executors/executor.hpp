@@ -36,6 +36,26 @@ struct ApiAccess {
   ApiAuth auth = ApiAuth::api_key;
 };
 
+// A variable of git-mullet's environment a worker's credential may come
+// from when no [[credential]] is named.
+struct HostCredential {
+  std::string variable;
+  std::string header;  // the upstream header it goes in
+  std::string format;  // its value, "{}" standing for the credential
+  ApiAuth auth = ApiAuth::api_key;
+};
+
+// Where an executor's model API credential comes from: the [[credential]] a
+// setting names, else the first of some host variables, sent to a base URL
+// (jobs/api_access resolves it).
+struct ApiSource {
+  std::string setting;          // the key naming a [[credential]], "[claude] credential"
+  std::string credential_name;  // its value; empty: the host variables
+  std::string base_url;         // where a host variable's credential goes
+  std::vector<HostCredential> host_variables;
+  std::string worker;  // who needs it, for messages: "Claude Code"
+};
+
 struct TaskContext {
   std::string prompt;
   const config::Settings& settings;
@@ -65,6 +85,10 @@ struct WorkerSpec {
   bool structured_stdout = false;
   // The tools it was given, for an executor whose session checks them.
   std::vector<std::string> tools;
+  // A command run before the worker, in the same sandbox (its mounts, its
+  // environment, no network): the worker's program reports the configuration
+  // it resolved, for check_preflight(). Empty: none.
+  std::vector<std::string> preflight_command;
   ExecutorRecord record;
 };
 
@@ -111,6 +135,8 @@ class Executor {
   // Whether its worker talks to a model API (then TaskContext::api is set,
   // and the worker phase gets the credential endpoint).
   virtual bool needs_api() const { return false; }
+  // Where the credential of that API comes from (for executors that need one).
+  virtual ApiSource api_source(const config::Settings& /*settings*/) const { return {}; }
   // Throws a usage error when the task cannot be prepared (missing command),
   // a refusal when the worker cannot be run safely.
   virtual WorkerSpec prepare(const TaskContext& task) const = 0;
@@ -119,6 +145,9 @@ class Executor {
   // executor can see turns and cost.
   virtual std::unique_ptr<WorkerSession> start_session(const WorkerSpec& spec, bool show_progress,
                                                        const SessionLimits& limits) const;
+  // What differs between what spec.preflight_command printed and what the
+  // worker must run with; empty when nothing does. A difference refuses the job.
+  virtual std::string check_preflight(const WorkerSpec& /*spec*/, std::string_view /*printed*/) const { return {}; }
 };
 
 // The verdict on a worker that prints plain text: success is exit code 0.

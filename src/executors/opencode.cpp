@@ -73,6 +73,25 @@ class OpencodeSession final : public WorkerSession {
 
 }  // namespace
 
+ApiSource OpencodeExecutor::api_source(const config::Settings& settings) const {
+  const auto model = value_or_throw(opencode::parse_model(settings.opencode.model));
+  ApiSource source{"[opencode] credential",
+                   settings.opencode.credential,
+                   "",
+                   {},
+                   "opencode's provider '" + util::terminal_safe(model.provider) + "'"};
+  // The providers whose hosted API and key variable everyone knows; any
+  // other is reached only through a [[credential]] the user names.
+  if (model.provider == "anthropic") {
+    source.base_url = "https://api.anthropic.com";
+    source.host_variables = {{"ANTHROPIC_API_KEY", "x-api-key", "{}", ApiAuth::api_key}};
+  } else if (model.provider == "openai") {
+    source.base_url = "https://api.openai.com";
+    source.host_variables = {{"OPENAI_API_KEY", "Authorization", "Bearer {}", ApiAuth::auth_token}};
+  }
+  return source;
+}
+
 WorkerSpec OpencodeExecutor::prepare(const TaskContext& task) const {
   const auto& settings = task.settings;
   const std::string real_path = value_or_throw(opencode::resolve_binary(settings.opencode.binary, util::host_path()));
@@ -95,6 +114,8 @@ WorkerSpec OpencodeExecutor::prepare(const TaskContext& task) const {
   spec.env = opencode::worker_environment(config, sandbox::inside::home);
   spec.uses_api = true;
   spec.structured_stdout = true;
+  // opencode has no init event to check: it prints what it resolved instead.
+  spec.preflight_command = opencode::debug_config_argv();
   spec.record = {"opencode", binary.path, binary.version};
   return spec;
 }
@@ -102,6 +123,12 @@ WorkerSpec OpencodeExecutor::prepare(const TaskContext& task) const {
 std::unique_ptr<WorkerSession> OpencodeExecutor::start_session(const WorkerSpec& /*spec*/, bool show_progress,
                                                                const SessionLimits& limits) const {
   return std::make_unique<OpencodeSession>(show_progress, limits);
+}
+
+std::string OpencodeExecutor::check_preflight(const WorkerSpec& spec, std::string_view printed) const {
+  const auto ours = spec.env.find(opencode::config_variable);
+  if (ours == spec.env.end()) return "no configuration was given to opencode";
+  return opencode::check_effective_config(printed, nlohmann::ordered_json::parse(ours->second));
 }
 
 }  // namespace mullet::executors

@@ -12,9 +12,11 @@ class OpencodeExecutor final : public Executor {
  public:
   std::string name() const override { return "opencode"; }
   bool needs_api() const override { return true; }
+  ApiSource api_source(const config::Settings& settings) const override;
   WorkerSpec prepare(const TaskContext& task) const override;
   std::unique_ptr<WorkerSession> start_session(const WorkerSpec& spec, bool show_progress,
                                                const SessionLimits& limits) const override;
+  std::string check_preflight(const WorkerSpec& spec, std::string_view printed) const override;
 };
 
 }  // namespace mullet::executors

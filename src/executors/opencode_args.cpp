@@ -110,7 +110,7 @@ std::map<std::string, std::string> quiet_environment(const std::string& home) {
 
 std::map<std::string, std::string> worker_environment(const nlohmann::ordered_json& config, const std::string& home) {
   auto env = quiet_environment(home);
-  env["OPENCODE_CONFIG_CONTENT"] = config.dump();
+  env[config_variable] = config.dump();
   // It replaces the configuration's whole permission object: set to ours, so
   // that nothing else can be.
   env["OPENCODE_PERMISSION"] = config.at("permission").dump();

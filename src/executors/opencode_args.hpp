@@ -22,6 +22,9 @@ namespace mullet::executors::opencode {
 // Fixed paths inside the sandbox.
 inline constexpr const char* binary_inside = "/mullet/bin/opencode";
 
+// Where our configuration goes: the inline JSON opencode merges last.
+inline constexpr const char* config_variable = "OPENCODE_CONFIG_CONTENT";
+
 // "provider/model" split at the first slash (a model id may hold more).
 struct ModelName {
   std::string provider;

@@ -123,12 +123,6 @@ WorkerOutcome judge(const StreamState& state, const RunFacts& facts) {
     outcome.hint = std::move(hint);
     return outcome;
   };
-  if (!facts.refusal.empty()) {
-    outcome.kind = WorkerOutcome::Kind::refused;
-    outcome.error = "opencode's effective configuration is not git-mullet's (" + facts.refusal + "), so it was not run";
-    outcome.hint = "check that the opencode binary is a supported version (git mullet doctor)";
-    return outcome;
-  }
   if (!sandbox::ended_by_itself(facts.ended_by)) {
     return failed("the worker was stopped: " + sandbox::describe_stop(facts.ended_by));
   }

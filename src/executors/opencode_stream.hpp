@@ -50,7 +50,6 @@ struct RunFacts {
   sandbox::StopReason ended_by = sandbox::StopReason::exit;
   int exit_code = -1;
   std::string stderr_text;  // the tail of the worker's stderr
-  std::string refusal;      // set when its effective configuration was not ours
 };
 
 // The verdict on an opencode run, from its events and how it ended.

@@ -84,51 +84,47 @@ ResolvedApi from_table(const config::Credential& credential, const std::vector<s
   return api;
 }
 
-ResolvedApi from_host_environment(const config::Settings& settings) {
-  struct Candidate {
-    const char* variable;
-    net::CredentialHeader header;
-    executors::ApiAuth auth;
-  };
-  const Candidate candidates[] = {
-      {"ANTHROPIC_API_KEY", {"x-api-key", "{}"}, executors::ApiAuth::api_key},
-      {"ANTHROPIC_AUTH_TOKEN", {"Authorization", "Bearer {}"}, executors::ApiAuth::auth_token},
-      {"CLAUDE_CODE_OAUTH_TOKEN", {"Authorization", "Bearer {}"}, executors::ApiAuth::oauth_token},
-  };
-  for (const auto& candidate : candidates) {
+ResolvedApi from_host_environment(const executors::ApiSource& source) {
+  std::vector<std::string> names;
+  for (const auto& candidate : source.host_variables) {
+    names.push_back(candidate.variable);
     std::string value = host_variable(candidate.variable);
     if (value.empty()) continue;
     ResolvedApi api;
-    api.source = std::string(candidate.variable) + " from git-mullet's environment";
-    api.endpoint.upstream = value_or_throw(net::parse_upstream_url(settings.claude.base_url));
-    api.endpoint.header = candidate.header;
+    api.source = candidate.variable + " from git-mullet's environment";
+    api.endpoint.upstream = value_or_throw(net::parse_upstream_url(source.base_url));
+    api.endpoint.header = {candidate.header, candidate.format};
     api.endpoint.credential = std::move(value);
     api.access.auth = candidate.auth;
     return api;
   }
-  throw usage_error("Claude Code needs an API credential, and there is none",
-                    "export ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN, CLAUDE_CODE_OAUTH_TOKEN) before running git "
-                    "mullet, or add a [[credential]] to your user config and name it in [claude] credential; it "
-                    "never enters the sandbox");
+  const std::string named_table =
+      "add a [[credential]] to your user config and name it in " + source.setting + "; it never enters the sandbox";
+  if (names.empty()) throw usage_error(source.worker + " needs an API credential, and there is none", named_table);
+  std::string variables = names.front();
+  if (names.size() > 1) variables += " (or " + util::join({names.begin() + 1, names.end()}, ", ") + ")";
+  throw usage_error(source.worker + " needs an API credential, and there is none",
+                    "export " + variables + " before running git mullet, or " + named_table);
 }
 
 }  // namespace
 
-ResolvedApi resolve_claude_api(const config::Settings& settings) {
+ResolvedApi resolve_worker_api(const config::Settings& settings, const executors::Executor& executor) {
+  const executors::ApiSource source = executor.api_source(settings);
   ResolvedApi api;
-  if (!settings.claude.credential.empty()) {
+  if (!source.credential_name.empty()) {
     const auto& all = settings.credentials;
     const auto found = std::find_if(all.begin(), all.end(), [&](const config::Credential& credential) {
-      return credential.name == settings.claude.credential;
+      return credential.name == source.credential_name;
     });
     if (found == all.end()) {
-      throw usage_error("[claude] credential names '" + util::terminal_safe(settings.claude.credential) +
+      throw usage_error(source.setting + " names '" + util::terminal_safe(source.credential_name) +
                             "', and your user config has no [[credential]] of that name",
                         "add a [[credential]] table named so (name, base_url, header, env or command)");
     }
     api = from_table(*found, settings.sandbox.env);
   } else {
-    api = from_host_environment(settings);
+    api = from_host_environment(source);
   }
   api.endpoint.sentinel = net::make_sentinel();
   api.access.sentinel = api.endpoint.sentinel;
@@ -136,11 +132,13 @@ ResolvedApi resolve_claude_api(const config::Settings& settings) {
   return api;
 }
 
-std::string planned_claude_upstream(const config::Settings& settings) {
+std::string planned_upstream(const config::Settings& settings, const executors::Executor& executor) {
+  const executors::ApiSource source = executor.api_source(settings);
+  if (source.credential_name.empty()) return source.base_url;
   for (const auto& credential : settings.credentials) {
-    if (credential.name == settings.claude.credential) return credential.base_url;
+    if (credential.name == source.credential_name) return credential.base_url;
   }
-  return settings.claude.base_url;
+  return {};
 }
 
 }  // namespace mullet::jobs

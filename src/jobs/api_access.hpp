@@ -19,17 +19,17 @@ struct ResolvedApi {
   std::string source;           // where the credential came from, for messages (never the value)
 };
 
-// The Claude executor's API: `[claude] credential` names a [[credential]]
-// (its value from a host variable, or from a command run here without a
-// shell), else the first of ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN and
-// CLAUDE_CODE_OAUTH_TOKEN in git-mullet's environment, sent to
-// `[claude] base_url`. A fresh sentinel each call. Throws usage errors
-// (exit 2) naming what is missing, never the value.
-ResolvedApi resolve_claude_api(const config::Settings& settings);
+// The worker's API, from where `executor` says its credential comes
+// (Executor::api_source): the [[credential]] its setting names (its value
+// from a host variable, or from a command run here without a shell), else
+// the first of its host variables set in git-mullet's environment, sent to
+// its base URL. A fresh sentinel each call. Throws usage errors (exit 2)
+// naming what is missing, never the value.
+ResolvedApi resolve_worker_api(const config::Settings& settings, const executors::Executor& executor);
 
-// The base URL the Claude executor's credential endpoint will forward to,
-// read from the settings alone (no credential is fetched): for plans and
-// `doctor`.
-std::string planned_claude_upstream(const config::Settings& settings);
+// The base URL the credential endpoint will forward to, read from the
+// settings alone (no credential is fetched): for plans and `doctor`. Empty
+// when nothing names one.
+std::string planned_upstream(const config::Settings& settings, const executors::Executor& executor);
 
 }  // namespace mullet::jobs

@@ -18,6 +18,8 @@ namespace {
 
 using sandbox::StopReason;
 
+constexpr std::chrono::seconds preflight_limit{120};
+
 class JobRun {
  public:
   explicit JobRun(const JobRunContext& job)
@@ -157,6 +159,7 @@ class JobRun {
     // worker's own estimate no longer stops it (it would race the figure the
     // job is charged by).
     const double estimated_cost_limit = worker.api ? 0 : m_settings.limits.cost_usd;
+    if (!passes_preflight(spec, worker)) return Verdict::stop;
     const auto session = m_job.executor.start_session(spec, m_job.request.show_worker_output,
                                                       {m_settings.limits.turns, estimated_cost_limit});
     worker.session = session.get();
@@ -166,7 +169,8 @@ class JobRun {
       m_record.cost_usd = m_record.cost_usd.value_or(0) + phase.api["totals"].value("cost_usd", 0.0);
     }
     m_record.phases.push_back(phase);
-    const auto outcome = session->finish(run);
+    auto outcome = session->finish(run);
+    if (run.ended_by == StopReason::api_down) name_api_failure(phase, outcome);
     m_record.report = outcome.report;
 
     // What the worker did so far is kept whatever ended it; the record
@@ -189,6 +193,59 @@ class JobRun {
       return Verdict::stop;
     }
     return run_gates(commit);
+  }
+
+  // Why the endpoint could not reach the API, as it saw it.
+  static void name_api_failure(const PhaseRecord& phase, executors::WorkerOutcome& outcome) {
+    if (!phase.api.is_object()) return;
+    const auto& failure = phase.api["totals"].value("last_failure", nlohmann::json::object());
+    const std::string reason = failure.is_object() ? failure.value("reason", "") : "";
+    if (!reason.empty()) outcome.error += " (the last: " + reason + ")";
+    outcome.hint = "check that the API at " + phase.api.value("upstream", std::string("its base URL")) +
+                   " is up and that its base URL is right ([[credential]] base_url, or [claude] base_url)";
+  }
+
+  // The worker's program reports the configuration it resolved, from inside
+  // the worker's own sandbox but without network: anything but ours refuses
+  // the job before the worker starts (as Claude Code's init event does).
+  bool passes_preflight(const executors::WorkerSpec& spec, const PhaseSpec& worker) {
+    if (spec.preflight_command.empty()) return true;
+    PhaseSpec preflight = worker;
+    preflight.name = "worker preflight";
+    preflight.command = spec.preflight_command;
+    preflight.stdin_data.clear();
+    preflight.grants.clear();
+    preflight.api.reset();
+    preflight.session = nullptr;
+    preflight.structured_stdout = false;
+    std::string printed;
+    preflight.captured_stdout = &printed;
+    // Reporting a configuration takes seconds: a hang is not worth the job's time.
+    if (preflight.wall_limit > preflight_limit) {
+      preflight.wall_limit = preflight_limit;
+      preflight.wall_is_job_limit = false;
+    }
+    const auto [run, phase] = m_phases->run(preflight, worker_dirs(m_paths));
+    m_record.phases.push_back(phase);
+    AttemptRecord& attempt = m_record.attempts.back();
+    if (run.ended_by == StopReason::cancelled || run.ended_by == StopReason::refused) {
+      attempt.error =
+          run.ended_by == StopReason::cancelled ? "cancelled by signal" : "the wall check inside the sandbox failed";
+      finish(state_after(run.ended_by), attempt.error);
+      return false;
+    }
+    const std::string program = m_job.executor.name();
+    if (!sandbox::ended_by_itself(run.ended_by) || !run.status.success()) {
+      attempt.error =
+          program + " could not report the configuration it would run with (" +
+          (sandbox::ended_by_itself(run.ended_by) ? run.status.describe() : sandbox::describe_stop(run.ended_by)) + ")";
+    } else if (const std::string differs = m_job.executor.check_preflight(spec, printed); !differs.empty()) {
+      attempt.error = program + " would not run with git-mullet's configuration: " + differs;
+    } else {
+      return true;
+    }
+    finish(JobState::refused, attempt.error, "its output is in: git mullet log " + m_record.id);
+    return false;
   }
 
   Verdict run_gates(const git_oid& commit) {

@@ -36,7 +36,7 @@ std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::
   auto worker = worker_phase(settings, paths, spec);
   if (spec.uses_api) {
     worker.api.emplace();
-    worker.api->upstream = value_or_throw(net::parse_upstream_url(planned_claude_upstream(settings)));
+    worker.api->upstream = value_or_throw(net::parse_upstream_url(planned_upstream(settings, *executor)));
   }
   plans.push_back(plan_for(settings, paths, dirs, objects, worker, worker.grants.empty() ? "" : socket_placeholder,
                            "/tmp/mullet-proxy-XXXXXX/api.sock", uids));

@@ -273,7 +273,13 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
   const auto echo_text = [](const std::string& text) {
     std::cerr.write(text.data(), static_cast<std::streamsize>(text.size())).flush();
   };
-  if (phase.session == nullptr) {
+  if (phase.captured_stdout != nullptr) {
+    io.on_output = [&](std::string_view chunk) {
+      std::string& captured = *phase.captured_stdout;
+      captured.append(chunk.substr(0, captured_stdout_cap - std::min(captured.size(), captured_stdout_cap)));
+    };
+    io.on_error_output = to_log;
+  } else if (phase.session == nullptr) {
     io.on_output = [&](std::string_view chunk) {
       to_log(chunk);
       if (m_echo) echo_text(echo.feed(chunk));
@@ -298,6 +304,7 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
     io.poll = [&]() -> std::optional<sandbox::StopReason> {
       // The metered cost, not the worker's own estimate, is the budget.
       if (endpoint && endpoint->budget_exhausted()) return sandbox::StopReason::budget;
+      if (endpoint && endpoint->upstream_down()) return sandbox::StopReason::api_down;
       if (upload_cap && upload_cap->exhausted()) return sandbox::StopReason::egress;
       return phase.session != nullptr ? phase.session->poll() : std::nullopt;
     };

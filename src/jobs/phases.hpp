@@ -44,7 +44,12 @@ struct PhaseSpec {
   // (events.jsonl) when structured_stdout.
   executors::WorkerSession* session = nullptr;
   bool structured_stdout = false;
+  // Its stdout goes here (up to captured_stdout_cap bytes) instead of the
+  // log, for a command whose output we parse; stderr still goes to the log.
+  std::string* captured_stdout = nullptr;
 };
+
+inline constexpr std::size_t captured_stdout_cap = 1U << 20U;
 
 PhaseSpec setup_phase(const config::Settings& settings);
 PhaseSpec worker_phase(const config::Settings& settings, const JobPaths& paths, const executors::WorkerSpec& spec);

@@ -455,7 +455,8 @@ JobState state_after(sandbox::StopReason reason) {
     case sandbox::StopReason::turns:
     case sandbox::StopReason::cost:
     case sandbox::StopReason::budget:
-    case sandbox::StopReason::egress: return JobState::failed;
+    case sandbox::StopReason::egress:
+    case sandbox::StopReason::api_down: return JobState::failed;
   }
   return JobState::failed;
 }

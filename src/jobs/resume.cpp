@@ -34,7 +34,7 @@ RunOutcome resume_job(const git::Repository& repo, const config::Settings& setti
   }
   const std::string prompt = found.record.prompt;
   const std::optional<ResolvedApi> api =
-      executor->needs_api() ? std::optional<ResolvedApi>(resolve_claude_api(settings)) : std::nullopt;
+      executor->needs_api() ? std::optional<ResolvedApi>(resolve_worker_api(settings, *executor)) : std::nullopt;
   const auto spec = executor->prepare({prompt, settings, jobs_directory(repo), api ? &api->access : nullptr});
   sandbox::find_bwrap();
   if (::geteuid() == 0) sandbox_uid_range(settings.sandbox);

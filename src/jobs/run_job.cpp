@@ -24,7 +24,7 @@ RunOutcome run_job(const git::Repository& repo, const config::Settings& settings
   // Everything that can be refused is refused before a job exists.
   const auto executor = executors::make_executor(settings.run.executor);
   const std::optional<ResolvedApi> api =
-      executor->needs_api() ? std::optional<ResolvedApi>(resolve_claude_api(settings)) : std::nullopt;
+      executor->needs_api() ? std::optional<ResolvedApi>(resolve_worker_api(settings, *executor)) : std::nullopt;
   const auto spec = executor->prepare({request.prompt, settings, jobs_directory(repo), api ? &api->access : nullptr});
   sandbox::find_bwrap();
   if (::geteuid() == 0) sandbox_uid_range(settings.sandbox);

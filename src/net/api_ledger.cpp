@@ -144,6 +144,13 @@ void ApiLedger::finish(ApiRequestRecord record, bool metered_route, bool complet
     m_totals.last_failure = record.outcome;
     m_totals.last_failure_reason = record.reason;
   }
+  // Only what the client cannot cause counts: the connection to the
+  // upstream, or its certificate.
+  if (record.outcome == ApiOutcome::upstream_unreachable || record.outcome == ApiOutcome::upstream_certificate) {
+    ++m_failed_connects;
+  } else if (record.outcome == ApiOutcome::forwarded) {
+    m_failed_connects = 0;
+  }
   m_totals.usage += record.usage;
   m_totals.cost_usd += record.cost_usd;
   if (record.cap && record.cap->verdict == RequestCap::Verdict::forward) {

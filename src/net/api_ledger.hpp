@@ -114,6 +114,11 @@ class ApiLedger {
   // A request the budget cannot pay for: forward nothing more.
   void exhaust(const std::string& why);
   bool budget_exhausted() const { return m_exhausted.load(); }
+  // The upstream cannot be reached: the last upstream_down_after requests
+  // in a row failed to connect to it (or to verify it). A worker that
+  // retries for minutes is better stopped with the cause named.
+  bool upstream_down() const { return m_failed_connects.load() >= upstream_down_after; }
+  static constexpr int upstream_down_after = 3;
   // The last max_records records, oldest first.
   std::vector<ApiRequestRecord> records() const;
   ApiTotals totals() const;
@@ -134,6 +139,7 @@ class ApiLedger {
   double m_held_usd = 0;       // cost caps of the requests in flight
   std::size_t m_holds = 0;
   std::atomic<bool> m_exhausted{false};
+  std::atomic<int> m_failed_connects{0};  // in a row
 };
 
 }  // namespace mullet::net

@@ -86,6 +86,9 @@ std::size_t CredentialEndpoint::active_connections() const {
 bool CredentialEndpoint::budget_exhausted() const {
   return m_impl->ledger().budget_exhausted();
 }
+bool CredentialEndpoint::upstream_down() const {
+  return m_impl->ledger().upstream_down();
+}
 std::vector<ApiRequestRecord> CredentialEndpoint::records() const {
   return m_impl->ledger().records();
 }

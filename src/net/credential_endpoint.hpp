@@ -121,6 +121,8 @@ class CredentialEndpoint {
   // under one); requests are refused from now on. The job polls it to stop
   // its worker.
   bool budget_exhausted() const;
+  // ApiLedger::upstream_down().
+  bool upstream_down() const;
   // The last max_records requests, oldest first.
   std::vector<ApiRequestRecord> records() const;
   nlohmann::json records_json() const;

@@ -13,7 +13,7 @@ struct StopEntry {
 };
 
 // In the enum's order, one row per reason (checked below).
-constexpr std::array<StopEntry, 15> stop_table = {{
+constexpr std::array<StopEntry, 16> stop_table = {{
     {StopReason::exit, "exit", ""},
     {StopReason::signal, "signal", ""},
     {StopReason::timeout, "timeout", "the phase's wall-clock limit (limits.timeout, or the gate's timeout)"},
@@ -31,6 +31,9 @@ constexpr std::array<StopEntry, 15> stop_table = {{
     {StopReason::egress, "egress",
      "the job's uploads (bytes sent upstream through the egress proxy and the API endpoint) reached "
      "limits.egress_mb"},
+    {StopReason::api_down, "api_down",
+     "the model API could not be reached: the credential endpoint failed to connect to it (or to verify its "
+     "certificate) for several requests in a row"},
     {StopReason::worker_refused, "worker_refused",
      "the worker did not start as git-mullet asked, so its executor stopped it"},
 }};

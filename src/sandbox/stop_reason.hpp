@@ -26,6 +26,7 @@ enum class StopReason {
   cost,            // limits.cost_usd, as the worker reports it (the executor's session)
   budget,          // limits.cost_usd, as the credential endpoint meters it
   egress,          // limits.egress_mb: what the job sent upstream (egress proxy and credential endpoint)
+  api_down,        // the credential endpoint could not reach the model API, request after request
   worker_refused,  // the executor saw the worker start other than asked (the last: stop_reason.cpp)
 };
 

@@ -37,8 +37,18 @@ test_a_session_edits_a_file_and_finishes_done() {
   assert_eq "$(json_get "$show" .report.summary)" "wrote hello.txt as asked" "report summary"
   assert_eq "$(json_get "$show" '.report.turns >= 2')" true "report turns ($(json_get "$show" .report.turns))"
   assert_eq "$(json_get "$show" .executor_version)" "$PINNED_OPENCODE_VERSION" "executor version"
-  assert_eq "$(json_get "$show" '.phases[0].grants')" "[]" "grants"
-  assert_eq "$(json_get "$show" '.phases[0].network')" "[]" "proxied connections"
+  # opencode reported our configuration from inside the worker's sandbox
+  # before the session (the preflight), and the session got no grant.
+  assert_eq "$(json_get "$show" '[.phases[].name] | join(",")')" "worker preflight,worker" "phases"
+  assert_eq "$(json_get "$show" '.phases[0].exit_code')" 0 "the preflight's exit code"
+  assert_eq "$(json_get "$show" '.phases[1].grants')" "[]" "grants"
+  assert_eq "$(json_get "$show" '.phases[1].network')" "[]" "proxied connections"
+  # Tokens and cost are the credential endpoint's metering (opencode prices
+  # a custom model at 0); an unknown model is priced at the dearest entry.
+  assert_eq "$(json_get "$show" '.phases[1].api.totals.usage.input_tokens > 0')" true "metered input tokens"
+  assert_eq "$(json_get "$show" '.cost_usd > 0')" true "metered cost ($(json_get "$show" .cost_usd))"
+  assert_eq "$(json_get "$show" '[.phases[1].api.requests[].path] | unique | join(",")')" "/v1/chat/completions" \
+    "the only requests that left the sandbox"
   # The record's events, rendered in opencode's dialect.
   assert_contains "$(git mullet log "$JOB")" "-> write: " "git mullet log"
 }
@@ -156,6 +166,188 @@ EOF2
   assert_eq "$files" "$(printf '== files\n== end')" "files holding the key"
   # The key went upstream all the same, from the endpoint.
   assert_contains "$(cat "$API_LOG")" "Bearer $MULLET_TEST_OPENAI_KEY" "the upstream authorization"
+}
+
+
+test_an_anthropic_provider_works_through_the_endpoint() {
+  scratch
+  export MULLET_TEST_ANTHROPIC_KEY="sk-ant-test-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+  # opencode's own anthropic provider speaks the Messages API: the scripted
+  # Messages server answers it (with opencode's tool names).
+  S="$PWD"
+  API_LOG="$S/anthropic.log"
+  timeout 180 python3 "$HARNESS_DIR/fake_claude_api.py" serve --port-file "$S/anthropic.port" --log "$API_LOG" \
+    --script "$(oc_script \
+      "$(oc_write_turn write /mullet/work/hello.txt "$(printf 'hello from claude\n')")" \
+      "$(oc_done_turn "wrote it through the anthropic provider")")" &
+  API_PIDS+=($!)
+  wait_until 20 test -s "$S/anthropic.port"
+  API_PORT="$(cat "$S/anthropic.port")"
+  opencode_config "" "" anthropic/claude-sonnet-4-5 x-api-key '{}' MULLET_TEST_ANTHROPIC_KEY
+  new_repo repo
+  cd repo
+  run_job -m "write hello.txt"
+  expect_job 0
+  assert_eq "$(git cat-file blob "$(json_field "$JOB_JSON" result):hello.txt")" "hello from claude" "hello.txt"
+  local show
+  show="$(git mullet show --json "$JOB")"
+  assert_eq "$(json_get "$show" .report.summary)" "wrote it through the anthropic provider" "summary"
+  assert_eq "$(json_get "$show" '[.phases[1].api.requests[].path] | unique | join(",")')" "/v1/messages" "paths"
+  assert_eq "$(json_get "$show" '.cost_usd > 0')" true "metered cost"
+  # The key went upstream in x-api-key, and only there.
+  assert_eq "$(jq -rs '[.[].headers[] | select(.[0] | ascii_downcase == "x-api-key") | .[1]] | unique | join(",")' \
+    "$API_LOG")" "$MULLET_TEST_ANTHROPIC_KEY" "the upstream's x-api-key"
+}
+
+test_a_missing_credential_is_named_before_any_job() {
+  scratch
+  refused_run() {
+    RUN_CODE=0
+    ERR="$(git mullet run -q -m "$1" 2>&1 >/dev/null)" || RUN_CODE=$?
+    assert_eq "$RUN_CODE" 2 "exit code: $ERR"
+    assert_clear_error
+  }
+  start_openai_api "$(oc_script "$(oc_done_turn "never")")"
+  new_repo repo
+  cd repo
+  # A provider with no well-known key variable: only a [[credential]] will do.
+  opencode_config ""
+  sed -i '/^credential = "local"$/d' "$S/config.toml"
+  refused_run "no credential"
+  assert_contains "$ERR" "opencode's provider 'local' needs an API credential, and there is none" "the error"
+  assert_contains "$ERR" "[opencode] credential" "the hint"
+  # The anthropic provider: ANTHROPIC_API_KEY, when it is set (it is not).
+  unset ANTHROPIC_API_KEY
+  opencode_config "" "" anthropic/claude-sonnet-4-5
+  sed -i '/^credential = "local"$/d' "$S/config.toml"
+  refused_run "no key variable"
+  assert_contains "$ERR" "export ANTHROPIC_API_KEY" "the hint"
+  # A credential named that does not exist.
+  opencode_config ""
+  sed -i 's/^credential = "local"$/credential = "nowhere"/' "$S/config.toml"
+  refused_run "named, missing"
+  assert_contains "$ERR" "[opencode] credential names 'nowhere'" "the error"
+  assert_eq "$(git for-each-ref refs/mullet/ | wc -l)" 0 "jobs created"
+  [ ! -s "$API_LOG" ] || fail "a request reached the API"
+}
+
+test_an_api_that_cannot_be_reached_is_named_and_stopped() {
+  scratch
+  API_PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  opencode_config ""
+  new_repo repo
+  cd repo
+  run_job -m "nobody listens"
+  expect_job 1
+  assert_contains "$(json_field "$JOB_JSON" error)" "could not be reached" "the error"
+  assert_contains "$(json_field "$JOB_JSON" error)" "Connection refused" "the cause"
+  local show
+  show="$(git mullet show --json "$JOB")"
+  # Stopped by us after the requests in a row that failed to connect, not
+  # after opencode's own minute of retries.
+  assert_eq "$(json_get "$show" '.phases[1].ended_by')" api_down "ended_by"
+  assert_eq "$(json_get "$show" '[.phases[1].api.requests[].outcome] | unique | join(",")')" upstream_unreachable \
+    "outcomes"
+}
+
+test_a_cold_start_installs_nothing_and_reaches_only_the_endpoint() {
+  scratch
+  start_openai_api "$(oc_script \
+    "$(oc_bash_turn look "sh look.sh")" \
+    "$(oc_done_turn "looked")")"
+  opencode_config '"sh look.sh"'
+  new_repo repo
+  cd repo
+  # What opencode left in its private home: a plugin install would leave
+  # node_modules in its config directory and npm's cache under the home.
+  cat >look.sh <<'EOF2'
+echo "== config"; ls -A "$XDG_CONFIG_HOME/opencode"
+echo "== npm"; ls -A "$HOME/.npm" 2>&1
+echo "== end"
+EOF2
+  git add look.sh && git commit -qm "look"
+  run_job -m "look around"
+  expect_job 0
+  local looked
+  looked="$(oc_tool_result look)"
+  assert_contains "$looked" "== end" "the script ran"
+  assert_not_contains "$looked" "node_modules" "a plugin installed into the config directory"
+  assert_not_contains "$looked" "_cacache" "npm's cache"
+  local show
+  show="$(git mullet show --json "$JOB")"
+  assert_eq "$(json_get "$show" '[.phases[1].api.requests[].path] | unique | join(",")')" "/v1/chat/completions" \
+    "the only requests that left the sandbox"
+  # A first run with a fresh home and no network: seconds, not the minute a
+  # hosted provider or a plugin install would wait for a network it lacks.
+  local took
+  took="$(json_get "$show" '.phases[1].duration_ms')"
+  echo "cold start to done: ${took} ms"
+  [ "$took" -lt 60000 ] || fail "the worker took $took ms"
+}
+
+test_a_reported_configuration_not_ours_refuses_the_job() {
+  scratch
+  start_openai_api "$(oc_script "$(oc_done_turn "never")")"
+  new_repo repo
+  cd repo
+  # An opencode that reports its configuration as it resolved it, changed by
+  # a line of Python (MUTATION), and runs a session that finishes at once.
+  local mutation
+  fake_opencode() {
+    OPENCODE_BINARY="$S/opencode-$1"
+    cat >"$OPENCODE_BINARY" <<EOF2
+#!/bin/sh
+case "\$1 \$2" in
+  "--version "*) echo "$PINNED_OPENCODE_VERSION" ;;
+  "run --help") printf '  --format  format\n  --model  model\n' ;;
+  "debug config") exec python3 -c '
+import json, os
+c = json.loads(os.environ["OPENCODE_CONFIG_CONTENT"])
+for p in c.get("provider", {}).values():
+    p.get("options", {})["apiKey"] = "***"
+for k in ("agent", "mode", "command"):
+    c.setdefault(k, {})
+c["username"] = "worker"
+$2
+print(json.dumps(c, indent=2))' ;;
+  "run "*) cat >/dev/null
+    echo '{"type":"step_start","part":{}}'
+    echo '{"type":"text","part":{"text":"MULLET-RESULT {\"status\":\"done\",\"summary\":\"fake\"}"}}'
+    echo '{"type":"step_finish","part":{"reason":"stop","tokens":{"input":1,"output":1},"cost":0}}' ;;
+esac
+EOF2
+    chmod 755 "$OPENCODE_BINARY"
+    opencode_config ""
+  }
+  # The control: a faithful report passes, and the session runs.
+  fake_opencode faithful "pass"
+  run_job -m "faithful"
+  expect_job 0
+  assert_eq "$(json_get "$(git mullet show --json "$JOB")" '.report.summary')" fake "the session ran"
+  local name
+  for name in bash plugin mcp order webfetch garbage; do
+    case "$name" in
+      bash) mutation='c["permission"]["bash"] = "allow"' ;;
+      plugin) mutation='c["plugin"] = ["evil-plugin"]' ;;
+      mcp) mutation='c["mcp"] = {"evil": {"type": "local", "command": ["true"]}}' ;;
+      order) mutation='c["permission"] = dict(reversed(list(c["permission"].items())))' ;;
+      webfetch) mutation='c["permission"]["webfetch"] = "allow"' ;;
+      garbage) mutation='c = "not a configuration"' ;;
+    esac
+    fake_opencode "$name" "$mutation"
+    run_job -m "widened: $name"
+    assert_eq "$RUN_CODE" 3 "exit code ($name): $JOB_JSON"
+    assert_eq "$(json_field "$JOB_JSON" state)" refused "state ($name)"
+    assert_contains "$(json_field "$JOB_JSON" error)" "would not run with git-mullet's configuration" "error ($name)"
+    # The worker never started.
+    assert_eq "$(json_get "$(git mullet show --json "$JOB")" '[.phases[].name] | join(",")')" "worker preflight" \
+      "phases ($name)"
+  done
+  # A report that fails is no report.
+  fake_opencode broken 'raise SystemExit(1)'
+  run_job -m "broken"
+  assert_eq "$RUN_CODE" 3 "exit code (broken)"
+  assert_contains "$(json_field "$JOB_JSON" error)" "could not report the configuration" "error (broken)"
 }
 
 run_tests

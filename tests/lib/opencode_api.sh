@@ -75,29 +75,31 @@ start_openai_api() {
   API_PORT="$(cat "$S/$name.port")"
 }
 
-# opencode_config ALLOW_BASH [EXTRA]: the user config (allow_bash: a TOML
-# array body), pointed at by GIT_MULLET_CONFIG. The credential endpoint
-# forwards the worker's requests to the fake server with the key of
-# MULLET_TEST_OPENAI_KEY as a bearer token.
+# opencode_config ALLOW_BASH [EXTRA] [MODEL] [HEADER FORMAT VARIABLE]: the
+# user config (allow_bash: a TOML array body), pointed at by
+# GIT_MULLET_CONFIG. The credential endpoint forwards the worker's requests
+# to the fake server with the key of MULLET_TEST_OPENAI_KEY as a bearer token
+# (or in HEADER, as FORMAT, from VARIABLE). OPENCODE_BINARY overrides the
+# binary.
 opencode_config() {
+  local model="${3:-local/test-model}" header="${4:-authorization}" format="${5:-}" variable="${6:-MULLET_TEST_OPENAI_KEY}"
+  [ -n "$format" ] || format='Bearer {}'
   cat >"$S/config.toml" <<EOF2
 [run]
 executor = "opencode"
 
 [opencode]
-binary = "$MULLET_TEST_OPENCODE"
-model = "local/test-model"
+binary = "${OPENCODE_BINARY:-$MULLET_TEST_OPENCODE}"
+model = "$model"
 allow_bash = [$1]
-
-[claude]
 credential = "local"
 
 [[credential]]
 name = "local"
 base_url = "http://127.0.0.1:$API_PORT"
-header = "authorization"
-format = "Bearer {}"
-env = "MULLET_TEST_OPENAI_KEY"
+header = "$header"
+format = "$format"
+env = "$variable"
 
 [limits]
 timeout = 120

@@ -89,7 +89,7 @@ TEST_CASE("a new Config holds the built-in defaults") {
   CHECK(settings.run.setup.empty());
   CHECK(settings.run.dependency_dirs == std::vector<std::string>{"node_modules", "vendor", ".venv", "target", "build"});
   CHECK(settings.sandbox.history == History::base);
-  CHECK(config.entries().size() == 30);
+  CHECK(config.entries().size() == 31);
   for (const auto& [key, entry] : config.entries()) {
     INFO(key);
     CHECK(entry.source == Source::built_in);
@@ -647,9 +647,9 @@ const std::vector<IntegerRange>& integer_ranges() {
 // Every string key and its cap in bytes.
 const std::vector<std::pair<const char*, std::size_t>>& string_caps() {
   static const std::vector<std::pair<const char*, std::size_t>> caps = {
-      {"run.executor", 4096},    {"run.command", 65536},    {"run.setup", 65536},
-      {"claude.binary", 4096},   {"claude.base_url", 4096}, {"claude.credential", 4096},
-      {"sandbox.history", 4096}, {"opencode.binary", 4096}, {"opencode.model", 4096},
+      {"run.executor", 4096},    {"run.command", 65536},        {"run.setup", 65536},      {"claude.binary", 4096},
+      {"claude.base_url", 4096}, {"claude.credential", 4096},   {"sandbox.history", 4096}, {"opencode.binary", 4096},
+      {"opencode.model", 4096},  {"opencode.credential", 4096},
   };
   return caps;
 }

@@ -34,7 +34,7 @@ Settings built_in() {
   settings.sandbox = {{}, 1879048192, 1024, mullet::config::History::base};
   settings.network = {{}, {}};
   settings.claude = {"claude", "https://api.anthropic.com", {}, ""};
-  settings.opencode = {"opencode", "anthropic/claude-sonnet-4-5", {}};
+  settings.opencode = {"opencode", "anthropic/claude-sonnet-4-5", {}, ""};
   settings.limits = {seconds(3600),   seconds(14400), seconds(1800),    seconds(1800),  200,           20.0,
                      Mebibytes(8192), 1024,           Mebibytes(10240), Mebibytes(100), Mebibytes(256)};
   return settings;
@@ -73,7 +73,7 @@ TEST_CASE("every key of the schema lands in a field of its own") {
     changed[key] = config.settings();
     CHECK(changed[key] != default_settings);
   }
-  CHECK(changed.size() == 30);
+  CHECK(changed.size() == 31);
   for (auto first = changed.begin(); first != changed.end(); ++first) {
     for (auto second = std::next(first); second != changed.end(); ++second) {
       INFO(first->first << " and " << second->first);
@@ -90,7 +90,8 @@ TEST_CASE("Settings follow the user's file, typed") {
       "[sandbox]\nenv = [\"GOFLAGS\"]\nuid = 100000\nuid_count = 8\nhistory = \"all\"\n"
       "[network]\nsetup = [\"registry.npmjs.org:443\"]\nworker = [\"*\"]\n"
       "[claude]\nbinary = \"/opt/claude\"\nbase_url = \"http://127.0.0.1:8080\"\nallow_bash = [\"make *\"]\n"
-      "[opencode]\nbinary = \"/opt/opencode\"\nmodel = \"local/qwen\"\nallow_bash = [\"make test\"]\n"
+      "[opencode]\nbinary = \"/opt/opencode\"\nmodel = \"local/qwen\"\nallow_bash = [\"make test\"]\ncredential = "
+      "\"local\"\n"
       "[limits]\ntimeout = 600\njob_timeout = 1200\ngate_timeout = 60\ninactivity = 30\nturns = 7\ncost_usd = 1.5\n"
       "memory_mb = 512\nprocesses = 64\ndisk_mb = 100\nfile_mb = 2\negress_mb = 9\n"
       "[[gate]]\nname = \"tests\"\ncommand = \"make test\"\ntimeout = 90\n",
@@ -102,10 +103,10 @@ TEST_CASE("Settings follow the user's file, typed") {
   expected.sandbox = {{"GOFLAGS"}, 100000, 8, mullet::config::History::all};
   expected.network = {{"registry.npmjs.org:443"}, {"*"}};
   expected.claude = {"/opt/claude", "http://127.0.0.1:8080", {"make *"}, ""};
-  expected.opencode = {"/opt/opencode", "local/qwen", {"make test"}};
+  expected.opencode = {"/opt/opencode", "local/qwen", {"make test"}, "local"};
   expected.limits = {seconds(600), seconds(1200),  seconds(60),  seconds(30), 7, 1.5, Mebibytes(512),
                      64,           Mebibytes(100), Mebibytes(2), Mebibytes(9)};
-  expected.gates = {Gate{"tests", "make test", 90, "user.toml:36"}};
+  expected.gates = {Gate{"tests", "make test", 90, "user.toml:37"}};
   const Settings settings = config.settings();
   CHECK(settings.run == expected.run);
   CHECK(settings.sandbox == expected.sandbox);

@@ -1260,10 +1260,11 @@ TEST_CASE("judge: ended with no result") {
 }
 
 TEST_CASE("judge: stopped by one of git-mullet's limits") {
-  const std::vector<StopReason> limits = {StopReason::timeout,   StopReason::job_timeout, StopReason::inactivity,
-                                          StopReason::memory,    StopReason::disk,        StopReason::stalled,
-                                          StopReason::turns,     StopReason::cost,        StopReason::budget,
-                                          StopReason::cancelled, StopReason::refused,     StopReason::worker_refused};
+  const std::vector<StopReason> limits = {StopReason::timeout,       StopReason::job_timeout, StopReason::inactivity,
+                                          StopReason::memory,        StopReason::disk,        StopReason::stalled,
+                                          StopReason::turns,         StopReason::cost,        StopReason::budget,
+                                          StopReason::api_down,      StopReason::cancelled,   StopReason::refused,
+                                          StopReason::worker_refused};
   const auto stopped = [](StopReason ended_by) {
     claude::RunFacts facts;
     facts.ended_by = ended_by;

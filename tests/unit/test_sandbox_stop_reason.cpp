@@ -19,7 +19,7 @@ TEST_CASE("stop reasons: the names the records have always held, each once") {
   const auto names = stop_names();
   CHECK(names == std::vector<std::string>{"exit", "signal", "timeout", "job_timeout", "inactivity", "memory", "disk",
                                           "stalled", "cancelled", "refused", "turns", "cost", "budget", "egress",
-                                          "worker_refused"});
+                                          "api_down", "worker_refused"});
   CHECK(std::set<std::string>(names.begin(), names.end()).size() == names.size());
   for (const auto& name : names) {
     INFO(name);
