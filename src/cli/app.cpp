@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
+#include "cli/logging.hpp"
 #include "sandbox/wall_check.hpp"
 #include "util/error.hpp"
 #include "util/signals.hpp"
@@ -30,14 +31,6 @@ const Command commands[] = {
     {"discard", add_discard_command}, {"config", add_config_command}, {"doctor", add_doctor_command},
     {"resume", add_resume_command},   {"wait", add_wait_command},
 };
-
-void set_up_logging() {
-  auto logger = spdlog::stderr_color_mt("git-mullet");
-  logger->set_pattern("git mullet [%l] %v");
-  const char* level = std::getenv("GIT_MULLET_LOG");
-  logger->set_level(level != nullptr ? spdlog::level::from_str(level) : spdlog::level::warn);
-  spdlog::set_default_logger(logger);
-}
 
 // Errors often quote a record, a worker or a repository.
 int report(const Error& error) {

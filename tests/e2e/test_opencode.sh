@@ -350,4 +350,44 @@ EOF2
   assert_contains "$(json_field "$JOB_JSON" error)" "could not report the configuration" "error (broken)"
 }
 
+test_a_model_name_the_worker_sends_cannot_drive_the_terminal() {
+  scratch
+  start_openai_api "$(oc_script \
+    "$(oc_bash_turn attack "sh attack.sh")" \
+    "$(oc_done_turn "attacked")")"
+  opencode_config '"sh attack.sh"' "cost_usd = 5"
+  new_repo repo
+  cd repo
+  # The worker's shell reaches the credential endpoint with the sentinel it
+  # holds, naming a model made of escape sequences, with an input the budget
+  # cannot pay for: the refusal, logged at info, quotes the model.
+  cat >attack.sh <<'EOF2'
+python3 - <<'PY'
+import json, os, urllib.request
+provider = next(iter(json.loads(os.environ["OPENCODE_CONFIG_CONTENT"])["provider"].values()))["options"]
+body = {"model": "\x1b]0;PWNED-TITLE\x07\x1b[2J\x9b2Jevil\rOVERWRITE", "max_tokens": 100, "stream": False,
+        "messages": [{"role": "user", "content": "x" * 8000000}]}
+request = urllib.request.Request(provider["baseURL"] + "/chat/completions", data=json.dumps(body).encode(),
+                                 headers={"Authorization": "Bearer " + provider["apiKey"],
+                                          "Content-Type": "application/json"})
+try:
+    urllib.request.urlopen(request, timeout=30)
+    print("answered")
+except Exception as error:
+    print("refused:", error)
+PY
+EOF2
+  git add attack.sh && git commit -qm "attack"
+  RUN_CODE=0
+  GIT_MULLET_LOG=info git mullet run --json -q -m "attack" >"$S/out.json" 2>"$S/err.txt" || RUN_CODE=$?
+  JOB_JSON="$(cat "$S/out.json")"
+  assert_contains "$(oc_tool_result attack)" "refused:" "the endpoint refused the request"
+  # The refusal was logged, with the model's bytes shown, not obeyed.
+  assert_contains "$(cat "$S/err.txt")" "PWNED-TITLE" "the log line quoting the model"
+  if LC_ALL=C grep -q $'[\x1b\x07\x9b]' "$S/err.txt"; then
+    fail "an escape sequence reached the terminal: $(od -c "$S/err.txt" | grep -m3 '033\|007\|233')"
+  fi
+  if LC_ALL=C grep -q $'evil\rOVERWRITE' "$S/err.txt"; then fail "a bare CR reached the terminal"; fi
+}
+
 run_tests
