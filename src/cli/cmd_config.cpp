@@ -33,7 +33,7 @@ int show_config(const std::string& base_rev) {
 void add_config_command(CLI::App& app, Action& chosen) {
   auto base = std::make_shared<std::string>();
   CLI::App* sub = app.add_subcommand("config", "Print the effective configuration and where each value came from");
-  sub->add_option("--base", *base, "Read .mullet.toml from this commit (default: HEAD)");
+  sub->add_option("--base", *base, "Read .mullet.toml from this commit (default: HEAD)")->type_name("COMMIT");
   sub->callback([base, &chosen] { chosen = [base] { return show_config(*base); }; });
 }
 
