@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
+#include "cli/complete.hpp"
 #include "cli/usage.hpp"
 #include "sandbox/wall_check.hpp"
 #include "util/error.hpp"
@@ -136,6 +137,8 @@ int run_main(int argc, char** argv) {
   }
   ::signal(SIGPIPE, SIG_IGN);
   set_up_logging();
+  // The shell completions' question: not a user command either.
+  if (argc == 3 && std::string(argv[1]) == "__complete-jobs") return complete_jobs(argv[2]);
 
   CLI::App app("git-mullet: delegate a coding task to an untrusted worker in a sandbox, get a branch back",
                "git mullet");
