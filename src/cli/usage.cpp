@@ -82,6 +82,9 @@ std::string describe_cli11_message(const CLI::App& command, const CLI::ParseErro
     const std::string value = option != nullptr ? option->get_type_name() : std::string();
     return "option " + quoted(name) + " needs a value" + (value.empty() ? "" : " (" + value + ")");
   }
+  if (kind == "ArgumentMismatch" && what.find("At Most") != std::string::npos) {
+    return "option " + quoted(what.substr(0, what.find(':'))) + " is given more than once";
+  }
   const std::string conversion = "Could not convert: ";
   if (kind == "ConversionError" && what.rfind(conversion, 0) == 0) {
     const std::string rest = what.substr(conversion.size());

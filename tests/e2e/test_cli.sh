@@ -58,6 +58,9 @@ test_parse_errors_are_one_line_naming_the_arguments_in_order() {
   refused_cleanly 2 git mullet run -m
   assert_clear_error
   assert_contains "$ERR" "option '--message' needs a value (MESSAGE)"
+  refused_cleanly 2 git mullet run -m one -m two --command true
+  assert_clear_error
+  assert_contains "$ERR" "run: option '--message' is given more than once"
   refused_cleanly 2 git mullet run -m task --command true --attempts many
   assert_clear_error
   assert_contains "$ERR" "'many' is not a valid N for '--attempts'"
