@@ -151,6 +151,7 @@ std::vector<std::string> most_similar(std::string_view given, const std::vector<
 }
 
 std::vector<std::string> command_names(const CLI::App& app) {
+  // CLI11's filtering get_subcommands is not const; it changes nothing.
   std::vector<std::string> names;
   for (const CLI::App* command :
        const_cast<CLI::App&>(app).get_subcommands([](CLI::App* sub) { return !sub->get_group().empty(); })) {
