@@ -2,18 +2,22 @@
 #
 # Defines _git_mullet, which git's own completion calls for `git mullet ...`
 # (it loads this file through bash-completion's loader, from
-# share/bash-completion/completions/git-mullet). It completes subcommands,
-# their options, refs for --base, and job ids for JOB arguments.
+# share/bash-completion/completions/git-mullet). It completes commands, their
+# options, refs for --base, and for JOB arguments the jobs each command
+# accepts (`git mullet __complete-jobs COMMAND`).
+# tests/e2e/test_cli_surface.sh fails when an option of the parser is
+# missing here.
 
-# Job ids in the current repository (honours `git -C DIR mullet ...`).
+# Job ids the command accepts, in the current repository (honours
+# `git -C DIR mullet ...`).
 __git_mullet_jobs ()
 {
-	__git for-each-ref --format='%(refname:lstrip=3)' refs/mullet/jobs/ 2>/dev/null
+	__git mullet __complete-jobs "$1" 2>/dev/null | cut -f1
 }
 
 _git_mullet ()
 {
-	local subcommands="run list show diff log wait resume merge discard config doctor"
+	local subcommands="run list show diff log wait resume merge discard config doctor help"
 	local subcommand
 	subcommand="$(__git_find_on_cmdline "$subcommands")"
 
@@ -27,7 +31,7 @@ _git_mullet ()
 
 	# The value of an option given as a separate word.
 	case "$subcommand,$prev" in
-	run,-m|run,--message|run,--command|run,--title|merge,--branch|wait,--timeout)
+	run,-m|run,--message|run,--command|run,--setup|run,--gate|run,--title|run,--attempts|merge,--branch|wait,--timeout)
 		# Free text: offer nothing.
 		return ;;
 	run,-F|run,--file)
@@ -37,7 +41,7 @@ _git_mullet ()
 		__git_complete_refs
 		return ;;
 	run,--executor)
-		__gitcomp "claude command"
+		__gitcomp "claude opencode command"
 		return ;;
 	esac
 
@@ -47,31 +51,38 @@ _git_mullet ()
 		__git_complete_refs --cur="${cur#--base=}"
 		return ;;
 	run,--executor=*)
-		__gitcomp "claude command" "" "${cur#--executor=}"
+		__gitcomp "claude opencode command" "" "${cur#--executor=}"
 		return ;;
-	run,--message=*|run,--command=*|run,--title=*|run,--file=*|merge,--branch=*|wait,--timeout=*)
+	run,--*=*|merge,--branch=*|wait,--timeout=*)
 		return ;;
 	esac
 
 	case "$subcommand,$cur" in
 	run,-*)
-		__gitcomp "--message= --file= --base= --executor= --command= --title= --gate= --attempts= --json --dry-run --detach --quiet --help" ;;
-	list,-*|doctor,-*)
+		__gitcomp "--message= --file= --base= --executor= --command= --title= --setup= --gate= --attempts= --json --dry-run --detach --quiet --help" ;;
+	list,-*|doctor,-*|show,-*)
 		__gitcomp "--json --help" ;;
-	show,-*)
-		__gitcomp "--json --help" ;;
+	log,-*)
+		__gitcomp "--raw --help" ;;
 	wait,-*)
 		__gitcomp "--quiet --json --timeout= --help" ;;
+	resume,-*)
+		__gitcomp "--quiet --json --help" ;;
 	merge,-*)
 		__gitcomp "--branch= --force --help" ;;
 	discard,-*)
 		__gitcomp "--force --help" ;;
 	config,-*)
 		__gitcomp "--base= --help" ;;
-	diff,-*|log,-*)
+	diff,-*)
+		# Some of the git diff options it passes through (git-mullet(1)).
+		__gitcomp "--stat --name-only --name-status --numstat --shortstat --patch --color-words --word-diff --help" ;;
+	help,-*)
 		__gitcomp "--help" ;;
+	help,*)
+		__gitcomp "run list show diff log wait resume merge discard config doctor" ;;
 	show,*|diff,*|log,*|wait,*|resume,*|merge,*|discard,*)
-		__gitcomp_nl "$(__git_mullet_jobs)" ;;
+		__gitcomp_nl "$(__git_mullet_jobs "$subcommand")" ;;
 	*)
 		COMPREPLY=() ;;
 	esac

@@ -2,12 +2,16 @@
 #
 # Installed as share/fish/vendor_completions.d/git-mullet.fish. It completes
 # `git-mullet ...`; fish's git completion (3.4 and later) hands `git mullet ...`
-# to it, as it does for every git-* command on PATH.
+# to it, as it does for every git-* command on PATH. Job ids come with their
+# state and title, only those each command accepts.
+# tests/e2e/test_cli_surface.sh fails when an option of the parser is
+# missing here.
 
-set -l __git_mullet_commands run list show diff log wait resume merge discard config doctor
+set -l __git_mullet_commands run list show diff log wait resume merge discard config doctor help
 
+# "ID<TAB>STATE TITLE" lines: fish shows what follows the tab as the description.
 function __git_mullet_jobs
-    git for-each-ref --format='%(refname:lstrip=3)' refs/mullet/jobs/ 2>/dev/null
+    git mullet __complete-jobs $argv[1] 2>/dev/null
 end
 
 function __git_mullet_commits
@@ -17,28 +21,33 @@ end
 
 complete -c git-mullet -f
 
-# No subcommand yet.
-complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -l version -d 'Print the version'
-complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -s h -l help -d 'Show help'
-complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a run -d 'Delegate a task to a worker in a sandboxed private clone'
-complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a list -d 'List jobs, newest first'
-complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a show -d "Show one job's record"
-complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a diff -d 'Show what a job changed against its base'
-complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a log -d "Print the worker's output"
-complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a resume -d 'Continue an interrupted, failed or cancelled job'
-complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a wait -d 'Follow a job to its end and exit as it ended'
-complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a merge -d "Fetch a job's result in as a new branch"
-complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a discard -d "Delete a job's scratch directories and refs"
-complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a config -d 'Print the effective configuration'
-complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a doctor -d 'Check what the sandbox needs on this machine'
+# No command yet.
+set -l none "not __fish_seen_subcommand_from $__git_mullet_commands"
+complete -c git-mullet -n $none -l version -d 'Print the version'
+complete -c git-mullet -n $none -s h -l help -d 'Show help'
+complete -c git-mullet -n $none -a run -d 'Delegate a task to a worker in a sandboxed private clone'
+complete -c git-mullet -n $none -a list -d 'List jobs, newest first'
+complete -c git-mullet -n $none -a show -d "Show one job's record"
+complete -c git-mullet -n $none -a diff -d 'Show what a job changed against its base'
+complete -c git-mullet -n $none -a log -d "Print the worker's output"
+complete -c git-mullet -n $none -a resume -d 'Continue an interrupted, failed or cancelled job'
+complete -c git-mullet -n $none -a wait -d 'Follow a job to its end and exit as it ended'
+complete -c git-mullet -n $none -a merge -d "Fetch a job's result in as a new branch"
+complete -c git-mullet -n $none -a discard -d "Delete a job's scratch directories and refs"
+complete -c git-mullet -n $none -a config -d 'Print the effective configuration'
+complete -c git-mullet -n $none -a doctor -d 'Check what the sandbox needs on this machine'
+complete -c git-mullet -n $none -a help -d "Show a command's help"
 
 # run
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -s m -l message -x -d 'The task, as text'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -s F -l file -r -F -d 'Read the task from FILE (- for stdin)'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l base -x -a '(__git_mullet_commits)' -d 'Commit to start from'
-complete -c git-mullet -n '__fish_seen_subcommand_from run' -l executor -x -a 'claude command' -d 'The worker'
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -l executor -x -a 'claude opencode command' -d 'The worker'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l command -x -d 'Shell command for the command executor'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l title -x -d 'A title for the job'
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -l setup -x -d 'Shell command run before the worker'
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -l gate -x -d 'A check the result must pass (repeatable)'
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -l attempts -x -d 'Worker runs when gates fail'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l json -d 'Print the job record as JSON'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l dry-run -d 'Print the sandbox plan and run nothing'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -s q -l quiet -d "Do not echo the worker's output"
@@ -47,27 +56,32 @@ complete -c git-mullet -n '__fish_seen_subcommand_from run' -l detach -d 'Run in
 # resume
 complete -c git-mullet -n '__fish_seen_subcommand_from resume' -s q -l quiet -d "Do not echo the worker's output"
 complete -c git-mullet -n '__fish_seen_subcommand_from resume' -l json -d 'Print the job record as JSON'
-# run: gates and attempts
-complete -c git-mullet -n '__fish_seen_subcommand_from run' -l gate -x -d 'A check the result must pass (repeatable)'
-complete -c git-mullet -n '__fish_seen_subcommand_from run' -l attempts -x -d 'Worker runs when gates fail'
 # wait
 complete -c git-mullet -n '__fish_seen_subcommand_from wait' -s q -l quiet -d "Print only the outcome, not the job's output"
 complete -c git-mullet -n '__fish_seen_subcommand_from wait' -l json -d "Print the finished job's record as JSON"
 complete -c git-mullet -n '__fish_seen_subcommand_from wait' -l timeout -x -d 'Give up after SECONDS (the job goes on)'
-
-# list, show, doctor
+# list, show, doctor, log
 complete -c git-mullet -n '__fish_seen_subcommand_from list show doctor' -l json -d 'Print JSON'
-
-# Commands that take a JOB.
-complete -c git-mullet -n '__fish_seen_subcommand_from show diff log wait resume merge discard' -a '(__git_mullet_jobs)' -d Job
-
+complete -c git-mullet -n '__fish_seen_subcommand_from log' -l raw -d 'Print the events and output as recorded'
+# diff: some of the git diff options it passes through (git-mullet(1))
+complete -c git-mullet -n '__fish_seen_subcommand_from diff' -l stat -d 'git diff --stat'
+complete -c git-mullet -n '__fish_seen_subcommand_from diff' -l name-only -d 'git diff --name-only'
+complete -c git-mullet -n '__fish_seen_subcommand_from diff' -l name-status -d 'git diff --name-status'
+complete -c git-mullet -n '__fish_seen_subcommand_from diff' -l numstat -d 'git diff --numstat'
+complete -c git-mullet -n '__fish_seen_subcommand_from diff' -l patch -d 'git diff --patch'
 # merge, discard
 complete -c git-mullet -n '__fish_seen_subcommand_from merge' -l branch -x -d 'Branch name (default: mullet/<id>)'
 complete -c git-mullet -n '__fish_seen_subcommand_from merge' -l force -d 'Take the result of a job that did not succeed'
 complete -c git-mullet -n '__fish_seen_subcommand_from discard' -l force -d 'Stop the job first if it is running'
-
 # config
 complete -c git-mullet -n '__fish_seen_subcommand_from config' -l base -x -a '(__git_mullet_commits)' -d 'Read .mullet.toml from this commit'
+# help
+complete -c git-mullet -n '__fish_seen_subcommand_from help' -a "run list show diff log wait resume merge discard config doctor"
 
-# Every subcommand takes -h/--help.
+# Commands that take a JOB: the jobs each accepts.
+for command in show diff log wait resume merge discard
+    complete -c git-mullet -n "__fish_seen_subcommand_from $command" -a "(__git_mullet_jobs $command)"
+end
+
+# Every command takes -h/--help.
 complete -c git-mullet -n "__fish_seen_subcommand_from $__git_mullet_commands" -s h -l help -d 'Show help'

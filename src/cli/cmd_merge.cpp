@@ -71,7 +71,7 @@ void add_merge_command(CLI::App& app, Action& chosen) {
   auto options = std::make_shared<MergeOptions>();
   CLI::App* sub = app.add_subcommand("merge", "Fetch a job's result in as a new branch, and stop there");
   sub->add_option("JOB", options->job, "Job id or unique prefix")->required();
-  sub->add_option("--branch", options->branch, "Branch name (default: mullet/<id>)");
+  sub->add_option("--branch", options->branch, "Branch name (default: mullet/<id>)")->type_name("NAME");
   sub->add_flag("--force", options->force, "Take the result of a job that did not succeed");
   sub->callback([options, &chosen] { chosen = [options] { return merge(*options); }; });
 }

@@ -145,17 +145,22 @@ int run(const RunOptions& options) {
 void add_run_command(CLI::App& app, Action& chosen) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* sub = app.add_subcommand("run", "Delegate a task to a worker in a sandboxed private clone");
-  sub->add_option("-m,--message", options->message, "The task, as text");
-  sub->add_option("-F,--file", options->message_file, "Read the task from FILE (- for stdin)");
-  sub->add_option("--base", options->base, "Commit to start from (default: HEAD)");
-  sub->add_option("--executor", options->executor, "Worker: claude (default), opencode or command");
-  sub->add_option("--command", options->command, "Shell command for the command executor (implies it)");
-  sub->add_option("--title", options->title, "A title for the job (default: the task's first line)");
-  sub->add_option("--setup", options->setup, "Shell command run in the clone before the worker, with the setup grants");
+  sub->add_option("-m,--message", options->message, "The task, as text")->type_name("MESSAGE");
+  sub->add_option("-F,--file", options->message_file, "Read the task from FILE (- for stdin)")->type_name("FILE");
+  sub->add_option("--base", options->base, "Commit to start from (default: HEAD)")->type_name("COMMIT");
+  sub->add_option("--executor", options->executor, "Worker: claude (default), opencode or command")->type_name("NAME");
+  sub->add_option("--command", options->command, "Shell command for the command executor (implies it)")
+      ->type_name("CMD");
+  sub->add_option("--title", options->title, "A title for the job (default: the task's first line)")
+      ->type_name("TITLE");
+  sub->add_option("--setup", options->setup, "Shell command run in the clone before the worker, with the setup grants")
+      ->type_name("CMD");
   sub->add_option("--gate", options->gates,
                   "A check the result must pass (repeatable): a shell command run in the sandbox, without network, "
-                  "on a fresh checkout of the result");
-  sub->add_option("--attempts", options->attempts, "Worker runs per job: a failed gate sends the worker back");
+                  "on a fresh checkout of the result")
+      ->type_name("CMD");
+  sub->add_option("--attempts", options->attempts, "Worker runs per job: a failed gate sends the worker back")
+      ->type_name("N");
   sub->add_flag("--json", options->json, "Print the job record as one JSON object");
   sub->add_flag("--dry-run", options->dry_run, "Print each phase's sandbox plan and run nothing");
   sub->add_flag("-q,--quiet", options->quiet, "Do not echo the worker's output");

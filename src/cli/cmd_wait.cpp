@@ -194,8 +194,14 @@ void add_wait_command(CLI::App& app, Action& chosen) {
   sub->add_flag("-q,--quiet", options->quiet, "Print only the outcome, not the job's output");
   sub->add_flag("--json", options->json, "Print the finished job's record as one JSON object (and no output)");
   sub->add_option("--timeout", options->timeout, "Give up after SECONDS (exit 1; the job goes on running)")
-      ->check(CLI::NonNegativeNumber)
-      ->type_name("SECONDS");
+      ->type_name("SECONDS")
+      ->check(CLI::Validator(
+          [](const std::string& given) {
+            double seconds = 0;
+            if (!CLI::detail::lexical_cast(given, seconds)) return "'" + given + "' is not a number of SECONDS";
+            return seconds >= 0 ? std::string() : "SECONDS may not be negative (" + given + ")";
+          },
+          ""));
   sub->callback([options, &chosen] { chosen = [options] { return wait_for_job(*options); }; });
 }
 

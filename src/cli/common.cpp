@@ -19,8 +19,16 @@ git::Repository open_repository() {
 }
 
 config::Config load_config(const git::Repository* repo, const std::optional<git_oid>& base) {
-  config::Config config;
-  std::vector<config::Problem> problems;
+  auto files = read_config_files(repo, base);
+  auto problems = files.user_problems;
+  problems.insert(problems.end(), files.repo_problems.begin(), files.repo_problems.end());
+  config::throw_if_problems(problems);
+  return std::move(files.config);
+}
+
+ConfigFiles read_config_files(const git::Repository* repo, const std::optional<git_oid>& base) {
+  ConfigFiles files;
+  config::Config& config = files.config;
   const auto location = config::user_config_location();
   std::optional<std::string> user_text;
   try {
@@ -34,19 +42,20 @@ config::Config load_config(const git::Repository* repo, const std::optional<git_
   if (!user_text && location.explicit_path) {
     throw usage_error("GIT_MULLET_CONFIG names " + location.path + ", which does not exist");
   }
-  if (user_text) {
-    auto found = config.merge_toml(*user_text, location.path, config::Source::user_file);
-    problems.insert(problems.end(), found.begin(), found.end());
-  }
+  // /dev/null reads as an empty file: it says "no user file".
+  files.user_file_exists = user_text.has_value() && location.path != "/dev/null";
+  if (user_text) files.user_problems = config.merge_toml(*user_text, location.path, config::Source::user_file);
   if (repo != nullptr && base) {
     if (auto repo_text = repo->read_file_at(*base, ".mullet.toml", config::max_file_bytes)) {
+      files.repo_file_exists = true;
       const std::string label = ".mullet.toml@" + short_sha(git::oid_to_string(*base));
-      auto found = config.merge_toml(*repo_text, label, config::Source::repo_file);
-      problems.insert(problems.end(), found.begin(), found.end());
+      // A rejected file leaves nothing of itself behind.
+      config::Config with_repo = config;
+      files.repo_problems = with_repo.merge_toml(*repo_text, label, config::Source::repo_file);
+      if (files.repo_problems.empty()) config = std::move(with_repo);
     }
   }
-  config::throw_if_problems(problems);
-  return config;
+  return files;
 }
 
 nlohmann::json job_json(const jobs::JobRecord& record) {

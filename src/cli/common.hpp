@@ -30,6 +30,18 @@ git::Repository open_repository();
 // applied by the caller. Throws one error listing every problem.
 config::Config load_config(const git::Repository* repo, const std::optional<git_oid>& base);
 
+// The same, for `config`: each file's problems are returned, not thrown,
+// and a repository file with problems is left out of the configuration;
+// and which files exist.
+struct ConfigFiles {
+  config::Config config;
+  bool user_file_exists = false;
+  bool repo_file_exists = false;
+  std::vector<config::Problem> user_problems;
+  std::vector<config::Problem> repo_problems;
+};
+ConfigFiles read_config_files(const git::Repository* repo, const std::optional<git_oid>& base);
+
 // The record as `run --json` and `show --json` print it (state as shown).
 nlohmann::json job_json(const jobs::JobRecord& record);
 std::string short_sha(const std::string& sha);

@@ -543,7 +543,12 @@ std::string format_value(const Value& value) {
     return out.str();
   }
   if (const auto* number = std::get_if<std::int64_t>(&value)) return std::to_string(*number);
-  if (const auto* number = std::get_if<double>(&value)) return util::format_decimal(*number);
+  if (const auto* number = std::get_if<double>(&value)) {
+    // A TOML float, read back as one.
+    std::string text = util::format_decimal(*number);
+    if (text.find_first_of(".eE") == std::string::npos) text += ".0";
+    return text;
+  }
   return std::get<bool>(value) ? "true" : "false";
 }
 
@@ -770,25 +775,59 @@ void Config::set_from_flag(const std::string& key, Value value, const std::strin
   m_entries[key] = Entry{std::move(value), Source::flag, flag};
 }
 
+namespace {
+
+// A comment holds one line: an origin names a file, whose path may hold
+// anything.
+std::string comment(const std::string& text) {
+  std::string line;
+  for (const char c : text) {
+    if (c == '\n' || c == '\r') {
+      line += c == '\n' ? "\\n" : "\\r";
+    } else {
+      line += c;
+    }
+  }
+  return "  # " + line;
+}
+
+}  // namespace
+
 std::string Config::describe() const {
   std::ostringstream out;
-  std::string section;
+  // TOML declares a table once: each section's keys together, sections in
+  // the order the schema first names them.
+  std::vector<std::string> sections;
   for (const auto& spec : schema()) {
     const std::string key = spec.key;
-    const std::string this_section = key.substr(0, key.find('.'));
-    if (this_section != section) {
-      if (!section.empty()) out << "\n";
-      out << "[" << this_section << "]\n";
-      section = this_section;
+    const std::string section = key.substr(0, key.find('.'));
+    if (std::find(sections.begin(), sections.end(), section) == sections.end()) sections.push_back(section);
+  }
+  for (const auto& section : sections) {
+    if (section != sections.front()) out << "\n";
+    out << "[" << section << "]\n";
+    for (const auto& spec : schema()) {
+      const std::string key = spec.key;
+      if (key.substr(0, key.find('.')) != section) continue;
+      const Entry& current = entry(key);
+      out << key.substr(key.find('.') + 1) << " = " << format_value(current.value) << comment(current.origin) << "\n";
     }
-    const Entry& current = entry(key);
-    out << key.substr(key.find('.') + 1) << " = " << format_value(current.value) << "  # " << current.origin << "\n";
   }
   for (const auto& gate : m_gates) {
-    out << "\n[[gate]]  # " << gate.origin << "\n";
+    out << "\n[[gate]]" << comment(gate.origin) << "\n";
     out << "name = " << format_value(gate.name) << "\n";
     out << "command = " << format_value(gate.command) << "\n";
     if (gate.timeout_seconds > 0) out << "timeout = " << gate.timeout_seconds << "\n";
+  }
+  for (const auto& credential : m_credentials) {
+    out << "\n[[credential]]" << comment(credential.origin) << "\n";
+    out << "name = " << format_value(credential.name) << "\n";
+    out << "base_url = " << format_value(credential.base_url) << "\n";
+    out << "header = " << format_value(credential.header) << "\n";
+    out << "format = " << format_value(credential.format) << "\n";
+    if (!credential.env.empty()) out << "env = " << format_value(credential.env) << "\n";
+    if (!credential.command.empty()) out << "command = " << format_value(credential.command) << "\n";
+    if (!credential.ca_file.empty()) out << "ca_file = " << format_value(credential.ca_file) << "\n";
   }
   return out.str();
 }

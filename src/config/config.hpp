@@ -63,6 +63,7 @@ class Config {
   const Entry& entry(const std::string& key) const;
   const std::map<std::string, Entry>& entries() const { return m_entries; }
   const std::vector<Gate>& gates() const { return m_gates; }
+  const std::vector<Credential>& credentials() const { return m_credentials; }
 
   // Merges one TOML document. `file_label` names it in messages. Returns every
   // problem found (too large or too deeply nested, unknown keys, wrong types,
@@ -72,7 +73,9 @@ class Config {
   // same checks as a file's value. Throws a usage error for a bad value.
   void set_from_flag(const std::string& key, Value value, const std::string& flag);
 
-  // The effective configuration as TOML-like lines with where each came from.
+  // The effective configuration as TOML, each key with where it came from
+  // as a comment; [[gate]] and [[credential]] tables too (a credential's
+  // variable name or command, never a secret: the file holds none).
   std::string describe() const;
 
  private:

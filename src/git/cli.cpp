@@ -88,10 +88,19 @@ util::Environment hardened_git_environment(const GitCliTarget& target) {
   return env;
 }
 
-std::vector<std::string> diff_args(const std::string& from, const std::string& to, bool for_terminal) {
+std::vector<std::string> diff_args(const std::string& from, const std::string& to, bool for_terminal,
+                                   const std::vector<std::string>& options, const std::vector<std::string>& paths) {
+  std::vector<std::string> args = {"diff"};
+  if (options.empty()) {
+    args.emplace_back("--stat");
+    args.emplace_back("--patch");
+  }
+  args.insert(args.end(), options.begin(), options.end());
   // No external diff drivers or textconv: their commands would come from
-  // attributes in a tree the worker wrote.
-  std::vector<std::string> args = {"diff", "--no-ext-diff", "--no-textconv", "--stat", "--patch"};
+  // attributes in a tree the worker wrote. After the user's options: the
+  // last one wins.
+  args.emplace_back("--no-ext-diff");
+  args.emplace_back("--no-textconv");
   if (for_terminal) {
     // Our filter keeps only git's own colours; its one background colour
     // (whitespace errors) would be escaped.
@@ -99,6 +108,7 @@ std::vector<std::string> diff_args(const std::string& from, const std::string& t
     args.emplace_back("--ws-error-highlight=none");
   }
   for (const auto& word : {std::string("--end-of-options"), from, to, std::string("--")}) args.push_back(word);
+  args.insert(args.end(), paths.begin(), paths.end());
   return args;
 }
 

@@ -34,7 +34,11 @@ util::Environment hardened_git_environment(const GitCliTarget& target);
 // The argument lists of the git commands we run with values from records or
 // the user: --end-of-options before revisions and `--` before paths, so no
 // value (a forged record's `--output=...`) can be read as an option.
-std::vector<std::string> diff_args(const std::string& from, const std::string& to, bool for_terminal = false);
+// `options` (checked by parse_diff_request) replace `--stat --patch`; our
+// hardening follows them, so it wins; `paths` follow `--`.
+std::vector<std::string> diff_args(const std::string& from, const std::string& to, bool for_terminal = false,
+                                   const std::vector<std::string>& options = {},
+                                   const std::vector<std::string>& paths = {});
 std::vector<std::string> read_tree_args(const std::string& tree_ish);
 // Creates `ref` at `commit` only if it does not exist yet (the zero old value
 // is checked under the ref's lock).

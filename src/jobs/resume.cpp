@@ -13,13 +13,9 @@
 #include "util/fs.hpp"
 
 namespace mullet::jobs {
-namespace {
-
 bool resumable(JobState state) {
   return state == JobState::interrupted || state == JobState::failed || state == JobState::cancelled;
 }
-
-}  // namespace
 
 RunOutcome resume_job(const git::Repository& repo, const config::Settings& settings, const std::string& job_name,
                       const RunRequest& request) {

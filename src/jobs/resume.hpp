@@ -5,9 +5,13 @@
 
 #include "config/settings.hpp"
 #include "git/repository.hpp"
+#include "jobs/record.hpp"
 #include "jobs/run_request.hpp"
 
 namespace mullet::jobs {
+
+// The states resume_job takes a job from (completion offers those jobs).
+bool resumable(JobState state);
 
 // Continues the job from its last snapshot, in a fresh clone of it, as more
 // attempts of the same job. `settings` is what a new job from the same base

@@ -47,6 +47,19 @@ TEST_CASE("diff puts --end-of-options before its revisions and -- after them") {
   CHECK(index_of(argv, "--no-textconv") < index_of(argv, "--end-of-options"));
 }
 
+TEST_CASE("diff arguments: the user's options replace --stat --patch, the hardening follows them, paths follow --") {
+  const auto argv = diff_args("aaaa", "bbbb", false, {"--stat", "--textconv"}, {"src/", "--output=x"});
+  CHECK(index_of(argv, "--patch") == argv.size());
+  CHECK(index_of(argv, "--stat") < index_of(argv, "--no-textconv"));
+  // git takes the last of --textconv and --no-textconv.
+  CHECK(index_of(argv, "--textconv") < index_of(argv, "--no-textconv"));
+  CHECK(index_of(argv, "--no-ext-diff") < index_of(argv, "--end-of-options"));
+  check_after_end_of_options(argv, {"aaaa", "bbbb"});
+  const std::size_t separator = index_of(argv, "--");
+  CHECK(index_of(argv, "src/") == separator + 1);
+  CHECK(index_of(argv, "--output=x") == separator + 2);
+}
+
 TEST_CASE("read-tree puts --end-of-options before its tree") {
   const auto argv = read_tree_args("--index-output=/tmp/x");
   CHECK(index_of(argv, "read-tree") < index_of(argv, "--end-of-options"));
