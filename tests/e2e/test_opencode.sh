@@ -381,8 +381,9 @@ EOF2
   RUN_CODE=0
   GIT_MULLET_LOG=info git mullet run --json -q -m "attack" >"$S/out.json" 2>"$S/err.txt" || RUN_CODE=$?
   JOB_JSON="$(cat "$S/out.json")"
-  assert_contains "$(oc_tool_result attack)" "refused:" "the endpoint refused the request"
-  # The refusal was logged, with the model's bytes shown, not obeyed.
+  # The refusal was logged (and the budget spent, which stopped the worker),
+  # with the model's bytes shown, not obeyed.
+  assert_contains "$(cat "$S/err.txt")" "POST /v1/chat/completions refused" "the refusal's log line"
   assert_contains "$(cat "$S/err.txt")" "PWNED-TITLE" "the log line quoting the model"
   if LC_ALL=C grep -q $'[\x1b\x07\x9b]' "$S/err.txt"; then
     fail "an escape sequence reached the terminal: $(od -c "$S/err.txt" | grep -m3 '033\|007\|233')"
