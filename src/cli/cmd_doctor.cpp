@@ -1,7 +1,9 @@
 #include <unistd.h>
 
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "executors/claude_args.hpp"
@@ -30,27 +32,32 @@ std::string bash_summary(const std::vector<std::string>& allow_bash) {
   return text;
 }
 
-// Which Claude Code a job would run, and whether it has every flag we rely on.
-sandbox::Check claude_check(const config::Settings& settings, const std::string& cache_dir) {
-  // A missing binary fails claude jobs before anything runs (exit 2); a
-  // binary without a flag we rely on makes them refused, like a broken wall.
-  const bool required = settings.run.executor == "claude";
-  sandbox::Check check{"Claude Code (the claude executor)", false, false, {}, {}};
+// What doctor learns about an agent's binary: the file, its version, a flag
+// we rely on that it lacks (its argv cannot be built), what it may run.
+struct AgentBinaryFacts {
+  std::string path;
+  std::string version;
+  std::optional<Error> missing_flag;
+  std::string allowed;
+};
+
+// Which binary a job of this agent would run. A missing binary fails its
+// jobs before anything runs (exit 2); one without a flag we rely on makes
+// them refused, like a broken wall. A warning unless the agent is the
+// configured executor.
+sandbox::Check agent_check(const std::string& title, bool configured, const std::function<AgentBinaryFacts()>& learn) {
+  sandbox::Check check{title, false, false, {}, {}};
   try {
-    const std::string real_path =
-        value_or_throw(executors::claude::resolve_binary(settings.claude.binary, util::host_path()));
-    const auto binary = executors::claude::probe_binary(real_path, cache_dir);
-    check.detail = binary.path + " (" + binary.version + ")";
-    const auto argv = executors::claude::build_argv(
-        binary.flags, {executors::claude::worker_tools(settings.claude.allow_bash), "settings.json", "{}", 0});
-    if (!argv) {
-      check.required = required;
-      check.detail += ": " + std::string(argv.error().what());
-      check.fix = argv.error().hint();
+    const AgentBinaryFacts facts = learn();
+    check.detail = facts.path + " (" + facts.version + ")";
+    if (facts.missing_flag) {
+      check.required = configured;
+      check.detail += ": " + std::string(facts.missing_flag->what());
+      check.fix = facts.missing_flag->hint();
       return check;
     }
     check.ok = true;
-    check.detail += "; " + bash_summary(settings.claude.allow_bash);
+    check.detail += "; " + facts.allowed;
   } catch (const Error& error) {
     check.detail = error.what();
     check.fix = error.hint();
@@ -58,32 +65,30 @@ sandbox::Check claude_check(const config::Settings& settings, const std::string&
   return check;
 }
 
-// Which opencode a job would run, and whether its `run` has every flag we
-// rely on; a warning unless opencode is the configured executor.
+sandbox::Check claude_check(const config::Settings& settings, const std::string& cache_dir) {
+  return agent_check("Claude Code (the claude executor)", settings.run.executor == "claude", [&] {
+    namespace claude = executors::claude;
+    const auto binary = claude::probe_binary(
+        value_or_throw(claude::resolve_binary(settings.claude.binary, util::host_path())), cache_dir);
+    const auto argv =
+        claude::build_argv(binary.flags, {claude::worker_tools(settings.claude.allow_bash), "settings.json", "{}", 0});
+    return AgentBinaryFacts{binary.path, binary.version, argv ? std::nullopt : std::optional<Error>(argv.error()),
+                            bash_summary(settings.claude.allow_bash)};
+  });
+}
+
 sandbox::Check opencode_check(const config::Settings& settings, const std::string& cache_dir) {
-  const bool required = settings.run.executor == "opencode";
-  sandbox::Check check{"opencode (the opencode executor)", false, false, {}, {}};
-  try {
-    const std::string real_path =
-        value_or_throw(executors::opencode::resolve_binary(settings.opencode.binary, util::host_path()));
-    const auto binary = executors::opencode::probe_binary(real_path, cache_dir);
-    check.detail = binary.path + " (" + binary.version + ")";
-    const auto argv = executors::opencode::build_argv(binary.run_flags, settings.opencode.model);
-    if (!argv) {
-      check.required = required;
-      check.detail += ": " + std::string(argv.error().what());
-      check.fix = argv.error().hint();
-      return check;
-    }
-    check.ok = true;
-    check.detail += "; model " + settings.opencode.model + "; bash runs " +
-                    (settings.opencode.allow_bash.empty() ? std::string("nothing")
-                                                          : "only " + util::join(settings.opencode.allow_bash, ", "));
-  } catch (const Error& error) {
-    check.detail = error.what();
-    check.fix = error.hint();
-  }
-  return check;
+  return agent_check("opencode (the opencode executor)", settings.run.executor == "opencode", [&] {
+    namespace opencode = executors::opencode;
+    const auto& ours = settings.opencode;
+    const auto binary =
+        opencode::probe_binary(value_or_throw(opencode::resolve_binary(ours.binary, util::host_path())), cache_dir);
+    const auto argv = opencode::build_argv(binary.run_flags, ours.model);
+    return AgentBinaryFacts{
+        binary.path, binary.version, argv ? std::nullopt : std::optional<Error>(argv.error()),
+        "model " + ours.model + "; bash runs " +
+            (ours.allow_bash.empty() ? std::string("nothing") : "only " + util::join(ours.allow_bash, ", "))};
+  });
 }
 
 // As root, which host uids jobs' sandboxes run as.

@@ -3,11 +3,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
+
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include "util/fs.hpp"
 #include "util/process.hpp"
+#include "util/strings.hpp"
 
 namespace mullet::executors {
 namespace {
@@ -84,6 +87,57 @@ void store_probe(const std::string& cache_dir, const std::string& cache_name, co
   } catch (const Error& error) {
     spdlog::debug("cannot cache the probe of {}: {}", real_path, error.what());
   }
+}
+
+std::set<std::string> flags_from_help(std::string_view help) {
+  std::set<std::string> flags;
+  for (std::size_t at = help.find("--"); at != std::string_view::npos; at = help.find("--", at + 2)) {
+    if (at > 0 && !std::isspace(static_cast<unsigned char>(help[at - 1])) && help[at - 1] != ',') continue;
+    std::size_t end = at + 2;
+    while (end < help.size() && (std::isalnum(static_cast<unsigned char>(help[end])) || help[end] == '-')) ++end;
+    if (end > at + 2 && std::isalpha(static_cast<unsigned char>(help[at + 2]))) {
+      flags.insert(std::string(help.substr(at, end - at)));
+    }
+  }
+  return flags;
+}
+
+ProbedBinary probe_binary_file(const std::string& real_path, const std::string& cache_dir,
+                               const ProbeQuestions& questions) {
+  if (auto cached = cached_probe(cache_dir, questions.cache_name, real_path)) return std::move(*cached);
+  const auto ask = [&](const std::vector<std::string>& arguments, const std::string& scratch) {
+    util::SpawnOptions options;
+    options.argv = {real_path};
+    options.argv.insert(options.argv.end(), arguments.begin(), arguments.end());
+    options.env = questions.environment(scratch);
+    options.cwd = scratch;
+    options.die_with_parent = true;
+    return util::run_capture(options, {}, {util::probe_deadline_seconds, true});
+  };
+  const std::string asked = "--version and " + util::join(questions.help_arguments, " ");
+  const std::string hint = "check the installation: run '" + real_path + " --version'";
+  util::CapturedRun version;
+  util::CapturedRun help;
+  {
+    util::TempDir scratch("/tmp", "mullet-probe-");
+    try {
+      version = ask({"--version"}, scratch.path());
+      help = ask(questions.help_arguments, scratch.path());
+    } catch (const Error& error) {
+      throw usage_error(
+          "the " + questions.product + " binary " + real_path + " does not answer " + asked + ": " + error.what(),
+          hint);
+    }
+  }
+  if (!version.status.success() || !help.status.success()) {
+    throw usage_error("the " + questions.product + " binary " + real_path + " does not answer " + asked + " (" +
+                          (version.status.success() ? help : version).status.describe() + ")",
+                      hint);
+  }
+  ProbedBinary probed{questions.parse_version(version.out), flags_from_help(help.out + help.err)};
+  spdlog::debug("probed {}: version {}, {} flags", real_path, probed.version, probed.flags.size());
+  store_probe(cache_dir, questions.cache_name, real_path, probed);
+  return probed;
 }
 
 }  // namespace mullet::executors

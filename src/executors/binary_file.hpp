@@ -4,9 +4,13 @@
 // is asked once.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "util/error.hpp"
 
@@ -39,5 +43,24 @@ std::optional<ProbedBinary> cached_probe(const std::string& cache_dir, const std
 // create it), and a failure to write is only logged.
 void store_probe(const std::string& cache_dir, const std::string& cache_name, const std::string& real_path,
                  const ProbedBinary& probed);
+
+// Every long option (--name) a `--help` text mentions.
+std::set<std::string> flags_from_help(std::string_view help);
+
+// How to ask one agent's binary its version and flags.
+struct ProbeQuestions {
+  std::string product;                      // "Claude Code", for messages
+  std::string cache_name;                   // its cache file in cache_dir
+  std::vector<std::string> help_arguments;  // {"--help"}, {"run", "--help"}
+  // The environment it is asked in, given a throwaway home.
+  std::function<std::map<std::string, std::string>(const std::string& home)> environment;
+  std::function<std::string(const std::string& version_output)> parse_version;
+};
+
+// The binary's version and the flags its help lists: cached_probe(), else
+// asked (`--version`, then the help) outside the sandbox in a throwaway home,
+// with a deadline, and store_probe()d. A usage error when it does not answer.
+ProbedBinary probe_binary_file(const std::string& real_path, const std::string& cache_dir,
+                               const ProbeQuestions& questions);
 
 }  // namespace mullet::executors

@@ -65,19 +65,6 @@ std::vector<std::string> commands_kept(const std::vector<std::string>& allow_bas
   return kept;
 }
 
-std::set<std::string> flags_from_help(std::string_view help) {
-  std::set<std::string> flags;
-  for (std::size_t at = help.find("--"); at != std::string_view::npos; at = help.find("--", at + 2)) {
-    if (at > 0 && !std::isspace(static_cast<unsigned char>(help[at - 1])) && help[at - 1] != ',') continue;
-    std::size_t end = at + 2;
-    while (end < help.size() && (std::isalnum(static_cast<unsigned char>(help[end])) || help[end] == '-')) ++end;
-    if (end > at + 2 && std::isalpha(static_cast<unsigned char>(help[at + 2]))) {
-      flags.insert(std::string(help.substr(at, end - at)));
-    }
-  }
-  return flags;
-}
-
 Result<std::vector<std::string>> build_argv(const std::set<std::string>& available, const ArgvOptions& options) {
   // Each of these closes a door; without one the worker would run with
   // Claude Code's defaults, so a binary that lacks one is refused.

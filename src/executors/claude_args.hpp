@@ -39,9 +39,6 @@ std::vector<std::string> commands_to_deny(const std::vector<std::string>& allow_
 // The rest: those whose read-only forms still run unasked.
 std::vector<std::string> commands_kept(const std::vector<std::string>& allow_bash);
 
-// Every long option (--name) a `--help` text mentions.
-std::set<std::string> flags_from_help(std::string_view help);
-
 struct ArgvOptions {
   std::vector<std::string> tools;  // worker_tools()
   std::string settings_path;       // inside the sandbox

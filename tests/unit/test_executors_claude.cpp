@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "executors/binary_file.hpp"
 #include "executors/claude_args.hpp"
 #include "executors/claude_stream.hpp"
 #include "executors/executor.hpp"
@@ -361,7 +362,7 @@ std::string without_result(std::string_view jsonl) {
 // claude_args: flags_from_help, build_argv
 
 TEST_CASE("flags_from_help finds every long option of a real help text, and nothing else") {
-  const std::set<std::string> flags = claude::flags_from_help(kHelpExcerpt);
+  const std::set<std::string> flags = mullet::executors::flags_from_help(kHelpExcerpt);
   const std::set<std::string> expected = {"--add-dir",
                                           "--allowedTools",
                                           "--allowed-tools",
@@ -393,17 +394,17 @@ TEST_CASE("flags_from_help finds every long option of a real help text, and noth
 }
 
 TEST_CASE("flags_from_help reads a flag only where an option starts") {
-  CHECK(claude::flags_from_help("").empty());
-  CHECK(claude::flags_from_help("--verbose") == std::set<std::string>{"--verbose"});
-  CHECK(claude::flags_from_help("\t--verbose\n") == std::set<std::string>{"--verbose"});
-  CHECK(claude::flags_from_help("-a,--all") == std::set<std::string>{"--all"});
-  CHECK(claude::flags_from_help("--output-format=json") == std::set<std::string>{"--output-format"});
-  CHECK(claude::flags_from_help("--system-prompt[-file]") == std::set<std::string>{"--system-prompt"});
+  CHECK(mullet::executors::flags_from_help("").empty());
+  CHECK(mullet::executors::flags_from_help("--verbose") == std::set<std::string>{"--verbose"});
+  CHECK(mullet::executors::flags_from_help("\t--verbose\n") == std::set<std::string>{"--verbose"});
+  CHECK(mullet::executors::flags_from_help("-a,--all") == std::set<std::string>{"--all"});
+  CHECK(mullet::executors::flags_from_help("--output-format=json") == std::set<std::string>{"--output-format"});
+  CHECK(mullet::executors::flags_from_help("--system-prompt[-file]") == std::set<std::string>{"--system-prompt"});
   // Not options: inside a word, a bare "--", digits, three dashes.
-  CHECK(claude::flags_from_help("foo--bar non--interactive").empty());
-  CHECK(claude::flags_from_help("a -- b").empty());
-  CHECK(claude::flags_from_help("--1 --9lives").empty());
-  CHECK(claude::flags_from_help("--- ----x").empty());
+  CHECK(mullet::executors::flags_from_help("foo--bar non--interactive").empty());
+  CHECK(mullet::executors::flags_from_help("a -- b").empty());
+  CHECK(mullet::executors::flags_from_help("--1 --9lives").empty());
+  CHECK(mullet::executors::flags_from_help("--- ----x").empty());
 }
 
 TEST_CASE("build_argv passes every flag git-mullet relies on, each with its value, and no prompt") {
@@ -530,7 +531,7 @@ TEST_CASE("build_argv passes --restricted and --max-budget-usd only when the bin
 }
 
 TEST_CASE("the real help of 2.1.197 satisfies build_argv; it has --max-budget-usd but no --restricted") {
-  const auto available = claude::flags_from_help(kHelpExcerpt);
+  const auto available = mullet::executors::flags_from_help(kHelpExcerpt);
   const auto argv = claude::build_argv(available, argv_options(1));
   REQUIRE(argv.has_value());
   const ParsedArgv parsed = parse_argv(*argv);
