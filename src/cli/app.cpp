@@ -28,7 +28,7 @@ const Command commands[] = {
     {"run", add_run_command},         {"list", add_list_command},     {"show", add_show_command},
     {"diff", add_diff_command},       {"log", add_log_command},       {"merge", add_merge_command},
     {"discard", add_discard_command}, {"config", add_config_command}, {"doctor", add_doctor_command},
-    {"resume", add_resume_command},   {"wait", add_wait_command},
+    {"resume", add_resume_command},   {"wait", add_wait_command},     {"stop", add_stop_command},
 };
 
 void set_up_logging() {

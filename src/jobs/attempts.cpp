@@ -41,6 +41,7 @@ class JobRun {
     std::string prompt = first_prompt;
     const int attempts = m_settings.run.attempts;
     const int first_number = static_cast<int>(m_record.attempts.size()) + 1;
+    m_last_attempt = first_number + attempts - 1;
     for (int number = first_number; number < first_number + attempts; ++number) {
       // The attempt is in the record from its start, so every save of the
       // record (after the snapshot, after each gate) keeps what it did.
@@ -101,10 +102,17 @@ class JobRun {
     m_job.store.update(m_record.id, [&](JobRecord& stored) { stored = m_record; });
   }
 
+  // On record as the phase starts, for `show` and `wait`.
+  void entering(const std::string& phase, int attempt) {
+    m_record.progress = LiveProgress{phase, attempt, attempt == 0 ? 0 : m_last_attempt, util::now_utc_ms()};
+    save();
+  }
+
   bool run_setup() {
     const auto before = existing_top_level_dirs(m_paths, m_settings.run.dependency_dirs);
     PhaseSpec setup = setup_phase(m_settings);
     clip_to_job(setup);
+    entering("setup", 0);
     setup.uploaded_before = uploaded();
     const auto [run, phase] = m_phases->run(setup, worker_dirs(m_paths));
     m_record.phases.push_back(phase);
@@ -153,6 +161,7 @@ class JobRun {
       return Verdict::stop;
     }
     for (auto& mount : read_only_mounts(m_paths, m_dependency_dirs)) worker.mounts.push_back(mount);
+    entering("worker", number);
     // With the credential endpoint metering what was really spent, the
     // worker's own estimate no longer stops it (it would race the figure the
     // job is charged by).
@@ -227,6 +236,7 @@ class JobRun {
     make_sandbox_clone(m_job.repo, commit, dirs, m_job.sandbox_uid, m_objects);
     PhaseSpec phase = gate_phase(m_settings, gate);
     clip_to_job(phase);
+    entering("gate:" + gate.name, m_record.attempts.back().number);
     // The dependencies setup installed, read-only, as the worker saw them.
     for (auto& mount : read_only_mounts(m_paths, m_dependency_dirs)) phase.mounts.push_back(mount);
     const auto [run, record] = m_phases->run(phase, dirs);
@@ -244,6 +254,7 @@ class JobRun {
   PhaseRunner* m_phases = nullptr;
   std::vector<std::string> m_dependency_dirs;
   std::string m_hint;
+  int m_last_attempt = 0;
 };
 
 }  // namespace
