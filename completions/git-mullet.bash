@@ -13,7 +13,7 @@ __git_mullet_jobs ()
 
 _git_mullet ()
 {
-	local subcommands="run list show diff log wait resume merge discard config doctor"
+	local subcommands="run list show diff log wait resume stop merge discard config doctor"
 	local subcommand
 	subcommand="$(__git_find_on_cmdline "$subcommands")"
 
@@ -27,7 +27,7 @@ _git_mullet ()
 
 	# The value of an option given as a separate word.
 	case "$subcommand,$prev" in
-	run,-m|run,--message|run,--command|run,--title|merge,--branch|wait,--timeout)
+	run,-m|run,--message|run,--command|run,--title|merge,--branch|wait,--timeout|stop,--timeout|list,-n|list,--max-count)
 		# Free text: offer nothing.
 		return ;;
 	run,-F|run,--file)
@@ -39,6 +39,9 @@ _git_mullet ()
 	run,--executor)
 		__gitcomp "claude command"
 		return ;;
+	list,--state|discard,--state)
+		__gitcomp "running succeeded no_changes failed refused cancelled interrupted damaged"
+		return ;;
 	esac
 
 	# The value of an option given as --option=value.
@@ -49,15 +52,22 @@ _git_mullet ()
 	run,--executor=*)
 		__gitcomp "claude command" "" "${cur#--executor=}"
 		return ;;
-	run,--message=*|run,--command=*|run,--title=*|run,--file=*|merge,--branch=*|wait,--timeout=*)
+	list,--state=*|discard,--state=*)
+		__gitcomp "running succeeded no_changes failed refused cancelled interrupted damaged" "" "${cur#--state=}"
+		return ;;
+	run,--message=*|run,--command=*|run,--title=*|run,--file=*|merge,--branch=*|wait,--timeout=*|stop,--timeout=*|list,--max-count=*)
 		return ;;
 	esac
 
 	case "$subcommand,$cur" in
 	run,-*)
 		__gitcomp "--message= --file= --base= --executor= --command= --title= --gate= --attempts= --json --dry-run --detach --quiet --help" ;;
-	list,-*|doctor,-*)
+	list,-*)
+		__gitcomp "--json --state= --max-count= --help" ;;
+	doctor,-*)
 		__gitcomp "--json --help" ;;
+	stop,-*)
+		__gitcomp "--json --timeout= --help" ;;
 	show,-*)
 		__gitcomp "--json --help" ;;
 	wait,-*)
@@ -65,12 +75,12 @@ _git_mullet ()
 	merge,-*)
 		__gitcomp "--branch= --force --help" ;;
 	discard,-*)
-		__gitcomp "--force --help" ;;
+		__gitcomp "--state= --all --yes --force --help" ;;
 	config,-*)
 		__gitcomp "--base= --help" ;;
 	diff,-*|log,-*)
 		__gitcomp "--help" ;;
-	show,*|diff,*|log,*|wait,*|resume,*|merge,*|discard,*)
+	show,*|diff,*|log,*|wait,*|resume,*|stop,*|merge,*|discard,*)
 		__gitcomp_nl "$(__git_mullet_jobs)" ;;
 	*)
 		COMPREPLY=() ;;

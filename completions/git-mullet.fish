@@ -4,7 +4,7 @@
 # `git-mullet ...`; fish's git completion (3.4 and later) hands `git mullet ...`
 # to it, as it does for every git-* command on PATH.
 
-set -l __git_mullet_commands run list show diff log wait resume merge discard config doctor
+set -l __git_mullet_commands run list show diff log wait resume stop merge discard config doctor
 
 function __git_mullet_jobs
     git for-each-ref --format='%(refname:lstrip=3)' refs/mullet/jobs/ 2>/dev/null
@@ -28,7 +28,8 @@ complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_command
 complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a resume -d 'Continue an interrupted, failed or cancelled job'
 complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a wait -d 'Follow a job to its end and exit as it ended'
 complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a merge -d "Fetch a job's result in as a new branch"
-complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a discard -d "Delete a job's scratch directories and refs"
+complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a stop -d 'Cancel a running job and wait until it has ended'
+complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a discard -d "Delete jobs' scratch directories and refs"
 complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a config -d 'Print the effective configuration'
 complete -c git-mullet -n "not __fish_seen_subcommand_from $__git_mullet_commands" -a doctor -d 'Check what the sandbox needs on this machine'
 
@@ -56,15 +57,20 @@ complete -c git-mullet -n '__fish_seen_subcommand_from wait' -l json -d "Print t
 complete -c git-mullet -n '__fish_seen_subcommand_from wait' -l timeout -x -d 'Give up after SECONDS (the job goes on)'
 
 # list, show, doctor
-complete -c git-mullet -n '__fish_seen_subcommand_from list show doctor' -l json -d 'Print JSON'
+complete -c git-mullet -n '__fish_seen_subcommand_from list show doctor stop' -l json -d 'Print JSON'
+complete -c git-mullet -n '__fish_seen_subcommand_from list discard' -l state -x -a 'running succeeded no_changes failed refused cancelled interrupted damaged' -d 'Jobs in STATE'
+complete -c git-mullet -n '__fish_seen_subcommand_from list' -s n -l max-count -x -d 'Only the newest N jobs'
+complete -c git-mullet -n '__fish_seen_subcommand_from stop' -l timeout -x -d 'Wait at most SECONDS for it to end'
 
 # Commands that take a JOB.
-complete -c git-mullet -n '__fish_seen_subcommand_from show diff log wait resume merge discard' -a '(__git_mullet_jobs)' -d Job
+complete -c git-mullet -n '__fish_seen_subcommand_from show diff log wait resume stop merge discard' -a '(__git_mullet_jobs)' -d Job
 
 # merge, discard
 complete -c git-mullet -n '__fish_seen_subcommand_from merge' -l branch -x -d 'Branch name (default: mullet/<id>)'
 complete -c git-mullet -n '__fish_seen_subcommand_from merge' -l force -d 'Take the result of a job that did not succeed'
-complete -c git-mullet -n '__fish_seen_subcommand_from discard' -l force -d 'Stop the job first if it is running'
+complete -c git-mullet -n '__fish_seen_subcommand_from discard' -l force -d 'Stop a running job first'
+complete -c git-mullet -n '__fish_seen_subcommand_from discard' -l all -d 'Every job that is not running'
+complete -c git-mullet -n '__fish_seen_subcommand_from discard' -s y -l yes -d 'Do not ask before discarding what --state or --all picked'
 
 # config
 complete -c git-mullet -n '__fish_seen_subcommand_from config' -l base -x -a '(__git_mullet_commits)' -d 'Read .mullet.toml from this commit'
