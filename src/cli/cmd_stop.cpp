@@ -55,9 +55,6 @@ int stop(const StopOptions& options) {
   // Its error is "cancelled by signal": this command sent it, and says so.
   if (shown.state == jobs::JobState::cancelled) shown.error.clear();
   print_job_outcome(shown, "", options.json);
-  if (!options.json && !shown.result.empty()) {
-    std::cout << "  go on:   git mullet resume " << id << "\n";
-  }
   return 0;
 }
 

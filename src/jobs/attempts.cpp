@@ -42,6 +42,9 @@ class JobRun {
     const int attempts = m_settings.run.attempts;
     const int first_number = static_cast<int>(m_record.attempts.size()) + 1;
     m_last_attempt = first_number + attempts - 1;
+    // One phase alone needs no header; a job of several gets one before each.
+    m_headers = !m_settings.run.setup.empty() || attempts > 1 || first_number > 1 ||
+                !job_gates(m_settings, m_job.request.gates).empty();
     for (int number = first_number; number < first_number + attempts; ++number) {
       // The attempt is in the record from its start, so every save of the
       // record (after the snapshot, after each gate) keeps what it did.
@@ -102,17 +105,25 @@ class JobRun {
     m_job.store.update(m_record.id, [&](JobRecord& stored) { stored = m_record; });
   }
 
-  // On record as the phase starts, for `show` and `wait`.
-  void entering(const std::string& phase, int attempt) {
+  // On record as the phase starts, for `show` and `wait`; and for people,
+  // the phase's label ("attempt 2/3 · gate tests") and header.
+  void entering(PhaseSpec& spec, const std::string& phase, int attempt) {
     m_record.progress = LiveProgress{phase, attempt, attempt == 0 ? 0 : m_last_attempt, util::now_utc_ms()};
     save();
+    const std::string shown = phase.rfind("gate:", 0) == 0 ? "gate " + phase.substr(5) : phase;
+    spec.label = attempt == 0
+                     ? shown
+                     : "attempt " + std::to_string(attempt) + "/" + std::to_string(m_last_attempt) + " · " + shown;
+    spec.header = m_headers;
+    spec.job_started_ms = m_started;
   }
 
   bool run_setup() {
     const auto before = existing_top_level_dirs(m_paths, m_settings.run.dependency_dirs);
     PhaseSpec setup = setup_phase(m_settings);
     clip_to_job(setup);
-    entering("setup", 0);
+    m_headers = true;
+    entering(setup, "setup", 0);
     setup.uploaded_before = uploaded();
     const auto [run, phase] = m_phases->run(setup, worker_dirs(m_paths));
     m_record.phases.push_back(phase);
@@ -161,7 +172,7 @@ class JobRun {
       return Verdict::stop;
     }
     for (auto& mount : read_only_mounts(m_paths, m_dependency_dirs)) worker.mounts.push_back(mount);
-    entering("worker", number);
+    entering(worker, "worker", number);
     // With the credential endpoint metering what was really spent, the
     // worker's own estimate no longer stops it (it would race the figure the
     // job is charged by).
@@ -236,7 +247,7 @@ class JobRun {
     make_sandbox_clone(m_job.repo, commit, dirs, m_job.sandbox_uid, m_objects);
     PhaseSpec phase = gate_phase(m_settings, gate);
     clip_to_job(phase);
-    entering("gate:" + gate.name, m_record.attempts.back().number);
+    entering(phase, "gate:" + gate.name, m_record.attempts.back().number);
     // The dependencies setup installed, read-only, as the worker saw them.
     for (auto& mount : read_only_mounts(m_paths, m_dependency_dirs)) phase.mounts.push_back(mount);
     const auto [run, record] = m_phases->run(phase, dirs);
@@ -255,6 +266,7 @@ class JobRun {
   std::vector<std::string> m_dependency_dirs;
   std::string m_hint;
   int m_last_attempt = 0;
+  bool m_headers = false;
 };
 
 }  // namespace

@@ -44,6 +44,12 @@ struct PhaseSpec {
   // (events.jsonl) when structured_stdout.
   executors::WorkerSession* session = nullptr;
   bool structured_stdout = false;
+  // For people: where the job is ("attempt 2/3 · gate tests"), the status
+  // line's text on a terminal and, with `header`, a line written before the
+  // phase's output (in the log too), so a job of several phases reads as such.
+  std::string label;
+  bool header = false;
+  std::int64_t job_started_ms = 0;  // util::monotonic_ms() when the job started: the status line's clock
 };
 
 PhaseSpec setup_phase(const config::Settings& settings);

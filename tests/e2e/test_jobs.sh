@@ -255,4 +255,43 @@ test_discard_takes_several_jobs_states_and_all() {
   expect_exit 2 git mullet discard --state finished
 }
 
+test_a_terminal_sees_each_phase_with_a_status_line_and_headers() {
+  new_repo repo
+  cd repo
+  stop_jobs_on_exit
+  user_config '[[gate]]' 'name = "check"' 'command = "echo gate-said-so"'
+  # On a terminal (script's pty), the worker waits until the test has seen
+  # its status line, then the gate runs.
+  script -qfec "git mullet run -m 'status' --command 'echo worker-said-so; $WAIT_FOREVER; echo w >w'" ../typescript \
+    >/dev/null 2>&1 &
+  local run_pid=$!
+  wait_until 60 grep -q "attempt 1/1 · worker · running" ../typescript
+  local id
+  id="$(git mullet list --state running | awk '{print $1}')"
+  touch "$(job_dir "$id")/home/go"
+  local code=0
+  wait "$run_pid" || code=$?
+  assert_eq "$code" 0 "the run's exit code: $(cat ../typescript)"
+  local shown
+  shown="$(tr -d '\r' <../typescript)"
+  assert_matches "$shown" "\[[0-9]+s\] attempt 1/1 · worker · running" "the status line"
+  assert_contains "$shown" "── attempt 1/1 · worker ──"
+  assert_contains "$shown" "── attempt 1/1 · gate check ──"
+  assert_contains "$shown" "gate-said-so"
+  assert_contains "$shown" "gates:   check pass"
+  assert_contains "$shown" "take it: git mullet merge $id"
+  # The log has the headers, not the status line.
+  expect_exit 0 git mullet log "$id"
+  assert_eq "$OUT" "$(printf '── attempt 1/1 · worker ──\nworker-said-so\nstarted\n── attempt 1/1 · gate check ──\ngate-said-so')" "log"
+  # Into a pipe: the headers, no status line.
+  run_job -m "piped" --command 'echo piped-worker'
+  expect_exit 0 git mullet run -m "piped" --command 'echo piped-worker'
+  assert_contains "$ERR" "── attempt 1/1 · gate check ──"
+  assert_not_contains "$ERR" "running"
+  # A failed job says where to look and how to go on.
+  expect_exit 1 git mullet run -m "fails" --command 'exit 3'
+  assert_contains "$OUT" "go on:   git mullet resume"
+  assert_contains "$OUT" "look:    git mullet show"
+}
+
 run_tests
