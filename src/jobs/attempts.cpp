@@ -108,8 +108,19 @@ class JobRun {
   // On record as the phase starts, for `show` and `wait`; and for people,
   // the phase's label ("attempt 2/3 · gate tests") and header.
   void entering(PhaseSpec& spec, const std::string& phase, int attempt) {
+    // The verdict a failed gate left in m_record is provisional: another
+    // attempt runs, and the stored record must read `running` (resume and
+    // discard refuse a running job, not a failed one).
+    m_record.state = JobState::running;
+    m_record.error.clear();
+    m_hint.clear();
     m_record.progress = LiveProgress{phase, attempt, attempt == 0 ? 0 : m_last_attempt, util::now_utc_ms()};
-    save();
+    // An attempt is on record from its snapshot on: one whose worker is
+    // killed leaves no empty entry (resume numbers its attempts after the
+    // snapshotted ones).
+    JobRecord now = m_record;
+    if (phase == "worker" && !now.attempts.empty()) now.attempts.pop_back();
+    m_job.store.update(m_record.id, [&](JobRecord& stored) { stored = now; });
     const std::string shown = phase.rfind("gate:", 0) == 0 ? "gate " + phase.substr(5) : phase;
     spec.label = attempt == 0
                      ? shown

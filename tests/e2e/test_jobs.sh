@@ -294,4 +294,25 @@ test_a_terminal_sees_each_phase_with_a_status_line_and_headers() {
   assert_contains "$OUT" "look:    git mullet show"
 }
 
+test_a_job_between_attempts_reads_running() {
+  new_repo repo
+  cd repo
+  stop_jobs_on_exit
+  # Attempt 1 fails its gate; attempt 2 waits. Meanwhile the job is running
+  # (not the failed verdict attempt 1 left): resume and discard refuse it.
+  user_config '[run]' 'attempts = 2' '[[gate]]' 'name = "second"' "command = 'test \$(cat counter) -ge 2'"
+  detach -m "twice" --command "n=\$(cat counter 2>/dev/null || echo 0); echo \$((n + 1)) >counter; if [ \$n -ge 1 ]; then $WAIT_FOREVER; fi"
+  wait_until 60 started "$JOB"
+  expect_exit 0 git mullet show --json "$JOB"
+  assert_eq "$(json_field "$OUT" state)" running "state during attempt 2"
+  assert_eq "$(json_get "$OUT" '.progress.attempt')" 2 "progress.attempt"
+  assert_eq "$(json_field "$OUT" error)" null "error during attempt 2"
+  expect_exit 2 git mullet resume "$JOB"
+  assert_contains "$ERR" running
+  expect_exit 2 git mullet discard "$JOB"
+  assert_contains "$ERR" "still running"
+  expect_exit 0 timeout -k 5 60 git mullet stop "$JOB"
+  assert_contains "$OUT" "job $JOB cancelled"
+}
+
 run_tests

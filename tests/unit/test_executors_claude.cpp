@@ -1100,7 +1100,9 @@ TEST_CASE("judge: a real successful run, with the tool uses that were refused as
   const WorkerOutcome outcome = judge_run(kSuccessRun, exited(0));
   CHECK(outcome.kind == WorkerOutcome::Kind::success);
   CHECK(outcome.error.empty());
-  CHECK(outcome.hint == "refused tool uses: Bash: touch ok; touch evil");
+  CHECK(outcome.hint ==
+        "refused tool uses: Bash: touch ok; touch evil (to let the worker run a command, name it in [claude] "
+        "allow_bash)");
   CHECK(outcome.report.status == "done");
   CHECK(outcome.report.summary == "wrote hello.txt");
   CHECK(outcome.report.turns == 5);  // the result's count, not ours
