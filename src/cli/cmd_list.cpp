@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <tuple>
 
 #include "cli/commands.hpp"
 #include "jobs/liveness.hpp"
@@ -31,15 +32,19 @@ std::string shown_state(const jobs::JobSummary& job) {
 // repository's sequence (two jobs in one tick), then by id; damaged records,
 // whose times are not trusted, last.
 void sort_newest_first(std::vector<jobs::JobSummary>& jobs) {
-  const auto key = [](const jobs::JobSummary& job) {
+  // Each key once: parsing a time costs more than comparing.
+  using Key = std::tuple<bool, std::int64_t, std::int64_t>;
+  std::vector<std::pair<Key, jobs::JobSummary>> keyed;
+  keyed.reserve(jobs.size());
+  for (auto& job : jobs) {
     const auto created = job.damage.empty() ? util::parse_utc_ms(job.record.created_at) : std::nullopt;
-    return std::make_tuple(job.damage.empty(), created.value_or(0), job.record.sequence);
-  };
-  std::stable_sort(jobs.begin(), jobs.end(), [&](const auto& a, const auto& b) {
-    const auto key_a = key(a);
-    const auto key_b = key(b);
-    return key_a != key_b ? key_a > key_b : a.id < b.id;
+    keyed.emplace_back(Key{job.damage.empty(), created.value_or(0), job.record.sequence}, std::move(job));
+  }
+  std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second.id < b.second.id;
   });
+  jobs.clear();
+  for (auto& [key, job] : keyed) jobs.push_back(std::move(job));
 }
 
 std::vector<std::string> wanted_states(const std::vector<std::string>& given) {
