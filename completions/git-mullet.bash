@@ -17,7 +17,7 @@ __git_mullet_jobs ()
 
 _git_mullet ()
 {
-	local subcommands="run list show diff log wait resume merge discard config doctor help"
+	local subcommands="run list show diff log wait resume stop merge discard config doctor help"
 	local subcommand
 	subcommand="$(__git_find_on_cmdline "$subcommands")"
 
@@ -31,7 +31,7 @@ _git_mullet ()
 
 	# The value of an option given as a separate word.
 	case "$subcommand,$prev" in
-	run,-m|run,--message|run,--command|run,--setup|run,--gate|run,--title|run,--attempts|merge,--branch|wait,--timeout)
+	run,-m|run,--message|run,--command|run,--setup|run,--gate|run,--title|run,--attempts|merge,--branch|wait,--timeout|stop,--timeout|list,-n|list,--max-count)
 		# Free text: offer nothing.
 		return ;;
 	run,-F|run,--file)
@@ -43,6 +43,9 @@ _git_mullet ()
 	run,--executor)
 		__gitcomp "claude opencode command"
 		return ;;
+	list,--state|discard,--state)
+		__gitcomp "running succeeded no_changes failed refused cancelled interrupted damaged"
+		return ;;
 	esac
 
 	# The value of an option given as --option=value.
@@ -53,14 +56,21 @@ _git_mullet ()
 	run,--executor=*)
 		__gitcomp "claude opencode command" "" "${cur#--executor=}"
 		return ;;
-	run,--*=*|merge,--branch=*|wait,--timeout=*)
+	list,--state=*|discard,--state=*)
+		__gitcomp "running succeeded no_changes failed refused cancelled interrupted damaged" "" "${cur#--state=}"
+		return ;;
+	run,--*=*|merge,--branch=*|wait,--timeout=*|stop,--timeout=*|list,--max-count=*)
 		return ;;
 	esac
 
 	case "$subcommand,$cur" in
 	run,-*)
 		__gitcomp "--message= --file= --base= --executor= --command= --title= --setup= --gate= --attempts= --json --dry-run --detach --quiet --help" ;;
-	list,-*|doctor,-*|show,-*)
+	list,-*)
+		__gitcomp "--json --state= --max-count= --help" ;;
+	stop,-*)
+		__gitcomp "--json --timeout= --help" ;;
+	doctor,-*|show,-*)
 		__gitcomp "--json --help" ;;
 	log,-*)
 		__gitcomp "--raw --help" ;;
@@ -71,7 +81,7 @@ _git_mullet ()
 	merge,-*)
 		__gitcomp "--branch= --force --help" ;;
 	discard,-*)
-		__gitcomp "--force --help" ;;
+		__gitcomp "--state= --all --yes --force --help" ;;
 	config,-*)
 		__gitcomp "--base= --help" ;;
 	diff,-*)
@@ -80,8 +90,8 @@ _git_mullet ()
 	help,-*)
 		__gitcomp "--help" ;;
 	help,*)
-		__gitcomp "run list show diff log wait resume merge discard config doctor" ;;
-	show,*|diff,*|log,*|wait,*|resume,*|merge,*|discard,*)
+		__gitcomp "run list show diff log wait resume stop merge discard config doctor" ;;
+	show,*|diff,*|log,*|wait,*|resume,*|stop,*|merge,*|discard,*)
 		__gitcomp_nl "$(__git_mullet_jobs "$subcommand")" ;;
 	*)
 		COMPREPLY=() ;;

@@ -7,7 +7,7 @@
 # tests/e2e/test_cli_surface.sh fails when an option of the parser is
 # missing here.
 
-set -l __git_mullet_commands run list show diff log wait resume merge discard config doctor help
+set -l __git_mullet_commands run list show diff log wait resume stop merge discard config doctor help
 
 # "ID<TAB>STATE TITLE" lines: fish shows what follows the tab as the description.
 function __git_mullet_jobs
@@ -33,7 +33,8 @@ complete -c git-mullet -n $none -a log -d "Print the worker's output"
 complete -c git-mullet -n $none -a resume -d 'Continue an interrupted, failed or cancelled job'
 complete -c git-mullet -n $none -a wait -d 'Follow a job to its end and exit as it ended'
 complete -c git-mullet -n $none -a merge -d "Fetch a job's result in as a new branch"
-complete -c git-mullet -n $none -a discard -d "Delete a job's scratch directories and refs"
+complete -c git-mullet -n $none -a stop -d 'Cancel a running job and wait until it has ended'
+complete -c git-mullet -n $none -a discard -d "Delete jobs' scratch directories and refs"
 complete -c git-mullet -n $none -a config -d 'Print the effective configuration'
 complete -c git-mullet -n $none -a doctor -d 'Check what the sandbox needs on this machine'
 complete -c git-mullet -n $none -a help -d "Show a command's help"
@@ -60,8 +61,11 @@ complete -c git-mullet -n '__fish_seen_subcommand_from resume' -l json -d 'Print
 complete -c git-mullet -n '__fish_seen_subcommand_from wait' -s q -l quiet -d "Print only the outcome, not the job's output"
 complete -c git-mullet -n '__fish_seen_subcommand_from wait' -l json -d "Print the finished job's record as JSON"
 complete -c git-mullet -n '__fish_seen_subcommand_from wait' -l timeout -x -d 'Give up after SECONDS (the job goes on)'
-# list, show, doctor, log
-complete -c git-mullet -n '__fish_seen_subcommand_from list show doctor' -l json -d 'Print JSON'
+# list, show, doctor, stop, log
+complete -c git-mullet -n '__fish_seen_subcommand_from list show doctor stop' -l json -d 'Print JSON'
+complete -c git-mullet -n '__fish_seen_subcommand_from list discard' -l state -x -a 'running succeeded no_changes failed refused cancelled interrupted damaged' -d 'Jobs in STATE'
+complete -c git-mullet -n '__fish_seen_subcommand_from list' -s n -l max-count -x -d 'Only the newest N jobs'
+complete -c git-mullet -n '__fish_seen_subcommand_from stop' -l timeout -x -d 'Wait at most SECONDS for it to end'
 complete -c git-mullet -n '__fish_seen_subcommand_from log' -l raw -d 'Print the events and output as recorded'
 # diff: some of the git diff options it passes through (git-mullet(1))
 complete -c git-mullet -n '__fish_seen_subcommand_from diff' -l stat -d 'git diff --stat'
@@ -72,14 +76,16 @@ complete -c git-mullet -n '__fish_seen_subcommand_from diff' -l patch -d 'git di
 # merge, discard
 complete -c git-mullet -n '__fish_seen_subcommand_from merge' -l branch -x -d 'Branch name (default: mullet/<id>)'
 complete -c git-mullet -n '__fish_seen_subcommand_from merge' -l force -d 'Take the result of a job that did not succeed'
-complete -c git-mullet -n '__fish_seen_subcommand_from discard' -l force -d 'Stop the job first if it is running'
+complete -c git-mullet -n '__fish_seen_subcommand_from discard' -l force -d 'Stop a running job first'
+complete -c git-mullet -n '__fish_seen_subcommand_from discard' -l all -d 'Every job that is not running'
+complete -c git-mullet -n '__fish_seen_subcommand_from discard' -s y -l yes -d 'Do not ask before discarding what --state or --all picked'
 # config
 complete -c git-mullet -n '__fish_seen_subcommand_from config' -l base -x -a '(__git_mullet_commits)' -d 'Read .mullet.toml from this commit'
 # help
-complete -c git-mullet -n '__fish_seen_subcommand_from help' -a "run list show diff log wait resume merge discard config doctor"
+complete -c git-mullet -n '__fish_seen_subcommand_from help' -a "run list show diff log wait resume stop merge discard config doctor"
 
 # Commands that take a JOB: the jobs each accepts.
-for command in show diff log wait resume merge discard
+for command in show diff log wait resume stop merge discard
     complete -c git-mullet -n "__fish_seen_subcommand_from $command" -a "(__git_mullet_jobs $command)"
 end
 

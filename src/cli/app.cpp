@@ -33,7 +33,7 @@ const Command commands[] = {
     {"run", add_run_command},         {"list", add_list_command},     {"show", add_show_command},
     {"diff", add_diff_command},       {"log", add_log_command},       {"merge", add_merge_command},
     {"discard", add_discard_command}, {"config", add_config_command}, {"doctor", add_doctor_command},
-    {"resume", add_resume_command},   {"wait", add_wait_command},
+    {"resume", add_resume_command},   {"wait", add_wait_command},     {"stop", add_stop_command},
 };
 
 // What each command's exit codes mean, as its -h, --dump-cli-json and the
@@ -58,7 +58,7 @@ const std::vector<std::pair<std::string, std::vector<ExitCodeMeaning>>> exit_cod
     {"discard",
      {{0, "the job was discarded"},
       {1, "its record kept changing"},
-      {2, "usage, an unknown job, or a running job without --force"}}},
+      {2, "usage, an unknown job, a running job without --force, or a confirmation declined or not given"}}},
     {"config",
      {{0, "success"},
       {2, "usage, or an invalid configuration file"},
@@ -74,6 +74,11 @@ const std::vector<std::pair<std::string, std::vector<ExitCodeMeaning>>> exit_cod
       {1, "the job failed, was cancelled or was interrupted, or --timeout passed"},
       {2, "usage, an unknown job or a damaged record"},
       {3, "the job was refused"}}},
+    {"stop",
+     {{0, "the job ended, cancelled, with its snapshot"},
+      {1, "it had not ended when --timeout passed, or it was discarded meanwhile"},
+      {2, "usage, an unknown job, or a job that is not running"},
+      {3, "another user's git-mullet runs it"}}},
     {"help", {{0, "success"}, {2, "an unknown command"}}},
 };
 

@@ -7,6 +7,7 @@
 #include "jobs/liveness.hpp"
 #include "jobs/store.hpp"
 #include "sandbox/stop_reason.hpp"
+#include "util/clock.hpp"
 #include "util/strings.hpp"
 
 namespace mullet::cli {
@@ -28,6 +29,26 @@ std::string reason_name(const std::optional<sandbox::StopReason>& reason) {
   return reason ? sandbox::stop_name(*reason) : std::string();
 }
 
+// A running job's elapsed time, attempt and phase:
+// "1m05s, attempt 2/3 · gate tests (for 12s)".
+std::string where_it_is(const jobs::JobRecord& record) {
+  const std::int64_t now = util::epoch_ms();
+  const auto created = util::parse_utc_ms(record.created_at);
+  std::string text = (created ? util::format_elapsed(now - *created) : std::string("?")) + " so far";
+  if (!record.progress) return text + ", starting";
+  const auto& progress = *record.progress;
+  text += ", ";
+  if (progress.attempt > 0) {
+    text += "attempt " + std::to_string(progress.attempt) + "/" + std::to_string(progress.attempts) + " · ";
+  }
+  const bool gate = progress.phase.rfind("gate:", 0) == 0;
+  text += gate ? "gate " + progress.phase.substr(5) : progress.phase;
+  if (const auto since = util::parse_utc_ms(progress.phase_started_at)) {
+    text += " (for " + util::format_elapsed(now - *since) + ")";
+  }
+  return text;
+}
+
 int show(const ShowOptions& options) {
   const git::Repository repo = open_repository();
   const auto job = jobs::JobStore(repo).find(options.job);
@@ -43,6 +64,7 @@ int show(const ShowOptions& options) {
   print_field(out, "job", record.id);
   print_field(out, "title", record.title);
   print_field(out, "state", jobs::state_name(state) + (state == jobs::JobState::no_changes ? " (no changes)" : ""));
+  if (state == jobs::JobState::running) print_field(out, "now", where_it_is(record));
   print_field(out, "base", record.base);
   print_field(out, "result", record.result.empty() ? "none" : record.result);
   print_field(out, "executor",

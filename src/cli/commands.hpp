@@ -16,5 +16,6 @@ void add_config_command(CLI::App& app, Action& chosen);
 void add_doctor_command(CLI::App& app, Action& chosen);
 void add_resume_command(CLI::App& app, Action& chosen);
 void add_wait_command(CLI::App& app, Action& chosen);
+void add_stop_command(CLI::App& app, Action& chosen);
 
 }  // namespace mullet::cli

@@ -68,6 +68,39 @@ std::string short_sha(const std::string& sha) {
   return sha.substr(0, 12);
 }
 
+namespace {
+
+// The last attempt's gates in one line: "tests pass · lint FAIL".
+std::string gates_line(const jobs::JobRecord& record) {
+  if (record.attempts.empty()) return {};
+  std::string line;
+  for (const auto& gate : record.attempts.back().gates) {
+    if (!line.empty()) line += " · ";
+    line += util::first_line(gate.name, 60) + (gate.passed ? " pass" : " FAIL");
+  }
+  return line;
+}
+
+// What to do next, by how the job ended.
+std::string next_steps(const jobs::JobRecord& record) {
+  const std::string& id = record.id;
+  const bool succeeded = record.state == jobs::JobState::succeeded;
+  const bool resumable = record.state == jobs::JobState::failed || record.state == jobs::JobState::cancelled ||
+                         record.state == jobs::JobState::interrupted;
+  std::string steps;
+  if (!record.result.empty()) {
+    steps += "  review:  git mullet diff " + id + "\n";
+    steps += "  take it: git mullet merge " + std::string(succeeded ? "" : "--force ") + id + "\n";
+  }
+  if (resumable) steps += "  go on:   git mullet resume " + id + "\n";
+  if (!succeeded && record.state != jobs::JobState::no_changes) {
+    steps += "  look:    git mullet show " + id + "  (and git mullet log " + id + ")\n";
+  }
+  return steps;
+}
+
+}  // namespace
+
 void print_job_outcome(const jobs::JobRecord& record, const std::string& hint, bool json) {
   // The error, hint and warnings quote the worker (its summary, file names).
   if (!record.error.empty()) {
@@ -83,10 +116,10 @@ void print_job_outcome(const jobs::JobRecord& record, const std::string& hint, b
   std::string text = "job " + record.id + " " + jobs::state_name(record.state);
   if (!record.result.empty()) text += ": result " + short_sha(record.result);
   text += "\n";
+  if (!record.report.summary.empty()) text += "  summary: " + util::first_line(record.report.summary, 200) + "\n";
+  if (const std::string gates = gates_line(record); !gates.empty()) text += "  gates:   " + gates + "\n";
   for (const auto& warning : record.snapshot_warnings) text += "  warning: " + warning + "\n";
-  if (!record.result.empty()) {
-    text += "  review:  git mullet diff " + record.id + "\n  take it: git mullet merge " + record.id + "\n";
-  }
+  text += next_steps(record);
   std::cout << util::terminal_safe(text);
 }
 

@@ -618,7 +618,9 @@ void merge_gates(const toml::node& section, const std::string& file_label, std::
       ok = false;
     }
     if (ok) {
-      if (gate.name.empty()) gate.name = util::first_line(gate.command, 40);
+      // The command's whole first line, up to what a record keeps of a name:
+      // where a gate is shown for people, it is cut to fit there.
+      if (gate.name.empty()) gate.name = util::first_line(gate.command, 256);
       gates.push_back(gate);
     }
   });

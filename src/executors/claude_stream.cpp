@@ -83,6 +83,17 @@ std::string denials_text(const nlohmann::json& denials) {
   return util::join(parts, "; ");
 }
 
+// The refused tool uses, and where Bash commands are allowed: empty when
+// nothing was refused.
+std::string denials_hint(const nlohmann::json& denials) {
+  if (!denials.is_array() || denials.empty()) return {};
+  const bool bash = std::any_of(denials.begin(), denials.end(), [](const nlohmann::json& denial) {
+    return denial.is_object() && string_at(denial, "tool_name") == "Bash";
+  });
+  return "refused tool uses: " + denials_text(denials) +
+         (bash ? " (to let the worker run a command, name it in [claude] allow_bash)" : "");
+}
+
 }  // namespace
 
 std::string describe_denial(const nlohmann::json& denial) {
@@ -316,12 +327,11 @@ WorkerOutcome judge(const StreamState& state, const RunFacts& facts) {
     return failed("the worker returned no structured result (status and summary), so its work is not trusted as done");
   }
   if (report.status == "blocked") {
-    return failed("the worker says it is blocked: " + util::first_line(report.summary, 300));
+    return failed("the worker says it is blocked: " + util::first_line(report.summary, 300),
+                  denials_hint(report.permission_denials));
   }
   outcome.kind = WorkerOutcome::Kind::success;
-  if (!report.permission_denials.empty()) {
-    outcome.hint = "refused tool uses: " + denials_text(report.permission_denials);
-  }
+  outcome.hint = denials_hint(report.permission_denials);
   return outcome;
 }
 

@@ -24,6 +24,7 @@ class PlainSession final : public WorkerSession {
     echo(m_stderr_shown.finish());
     return plain_outcome(run);
   }
+  bool wants_status_line() const override { return true; }
 
  private:
   void echo(const std::string& text) const {

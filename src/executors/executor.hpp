@@ -122,6 +122,10 @@ class WorkerSession {
   virtual std::optional<sandbox::StopReason> poll() { return std::nullopt; }
   // The whole sandbox has ended.
   virtual WorkerOutcome finish(const sandbox::RunResult& run) = 0;
+  // False when it shows the worker's progress itself (an agent's turns and
+  // tools); true when it only echoes output, and the phase's status line
+  // (jobs/phases) is drawn around it.
+  virtual bool wants_status_line() const { return false; }
 };
 
 class Executor {

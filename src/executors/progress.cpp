@@ -2,20 +2,13 @@
 
 #include <iostream>
 
+#include "util/clock.hpp"
 #include "util/strings.hpp"
 
 namespace mullet::executors {
 
 std::string progress_text(const Progress& progress) {
-  const std::int64_t seconds = progress.elapsed_ms / 1000;
-  std::string elapsed;
-  if (seconds >= 60) {
-    const std::int64_t rest = seconds % 60;
-    elapsed = std::to_string(seconds / 60) + "m" + (rest < 10 ? "0" : "") + std::to_string(rest) + "s";
-  } else {
-    elapsed = std::to_string(seconds) + "s";
-  }
-  std::string text = "[" + elapsed + "] turn " + std::to_string(progress.turns);
+  std::string text = "[" + util::format_elapsed(progress.elapsed_ms) + "] turn " + std::to_string(progress.turns);
   if (!progress.tool.empty()) text += " · " + progress.tool;
   text += std::string(" · ") + (progress.cost_is_estimate ? "~$" : "$") + util::format_decimal(progress.cost_usd);
   return text;

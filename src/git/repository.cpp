@@ -95,6 +95,25 @@ git_oid Repository::head_commit() const {
   return resolve_commit("HEAD");
 }
 
+Repository::ChangeCount Repository::count_changes(const git_oid& from_commit, const git_oid& to_commit) const {
+  const auto tree = [&](const git_oid& commit) {
+    const git_oid id = tree_of(commit);
+    git_tree* raw = nullptr;
+    check(git_tree_lookup(&raw, m_repo.get(), &id), "cannot read tree");
+    return TreePtr(raw);
+  };
+  const TreePtr from = tree(from_commit);
+  const TreePtr to = tree(to_commit);
+  git_diff* raw_diff = nullptr;
+  check(git_diff_tree_to_tree(&raw_diff, m_repo.get(), from.get(), to.get(), nullptr), "cannot compare two trees");
+  const Owned<git_diff, git_diff_free> diff(raw_diff);
+  git_diff_stats* raw_stats = nullptr;
+  check(git_diff_get_stats(&raw_stats, diff.get()), "cannot count the changes between two trees");
+  const Owned<git_diff_stats, git_diff_stats_free> stats(raw_stats);
+  return {git_diff_stats_files_changed(stats.get()), git_diff_stats_insertions(stats.get()),
+          git_diff_stats_deletions(stats.get())};
+}
+
 git_oid Repository::tree_of(const git_oid& commit_id) const {
   git_commit* raw = nullptr;
   check(git_commit_lookup(&raw, m_repo.get(), &commit_id), "cannot read commit " + oid_to_string(commit_id));

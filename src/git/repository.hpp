@@ -46,6 +46,14 @@ class Repository {
   std::optional<std::string> read_file_at(const git_oid& commit, const std::string& path, std::size_t max_bytes) const;
   std::string read_blob(const git_oid& blob) const;
 
+  // What `git diff --shortstat from to` counts (no rename detection).
+  struct ChangeCount {
+    std::size_t files = 0;
+    std::size_t insertions = 0;
+    std::size_t deletions = 0;
+  };
+  ChangeCount count_changes(const git_oid& from_commit, const git_oid& to_commit) const;
+
  private:
   explicit Repository(RepositoryPtr repo) : m_repo(std::move(repo)) {}
   RepositoryPtr m_repo;

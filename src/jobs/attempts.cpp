@@ -43,6 +43,10 @@ class JobRun {
     std::string prompt = first_prompt;
     const int attempts = m_settings.run.attempts;
     const int first_number = static_cast<int>(m_record.attempts.size()) + 1;
+    m_last_attempt = first_number + attempts - 1;
+    // One phase alone needs no header; a job of several gets one before each.
+    m_headers = !m_settings.run.setup.empty() || attempts > 1 || first_number > 1 ||
+                !job_gates(m_settings, m_job.request.gates).empty();
     for (int number = first_number; number < first_number + attempts; ++number) {
       // The attempt is in the record from its start, so every save of the
       // record (after the snapshot, after each gate) keeps what it did.
@@ -103,10 +107,36 @@ class JobRun {
     m_job.store.update(m_record.id, [&](JobRecord& stored) { stored = m_record; });
   }
 
+  // On record as the phase starts, for `show` and `wait`; and for people,
+  // the phase's label ("attempt 2/3 · gate tests") and header.
+  void entering(PhaseSpec& spec, const std::string& phase, int attempt) {
+    // The verdict a failed gate left in m_record is provisional: another
+    // attempt runs, and the stored record must read `running` (resume and
+    // discard refuse a running job, not a failed one).
+    m_record.state = JobState::running;
+    m_record.error.clear();
+    m_hint.clear();
+    m_record.progress = LiveProgress{phase, attempt, attempt == 0 ? 0 : m_last_attempt, util::now_utc_ms()};
+    // An attempt is on record from its snapshot on: one whose worker is
+    // killed leaves no empty entry (resume numbers its attempts after the
+    // snapshotted ones).
+    JobRecord now = m_record;
+    if (phase == "worker" && !now.attempts.empty()) now.attempts.pop_back();
+    m_job.store.update(m_record.id, [&](JobRecord& stored) { stored = now; });
+    const std::string shown = phase.rfind("gate:", 0) == 0 ? "gate " + phase.substr(5) : phase;
+    spec.label = attempt == 0
+                     ? shown
+                     : "attempt " + std::to_string(attempt) + "/" + std::to_string(m_last_attempt) + " · " + shown;
+    spec.header = m_headers;
+    spec.job_started_ms = m_started;
+  }
+
   bool run_setup() {
     const auto before = existing_top_level_dirs(m_paths, m_settings.run.dependency_dirs);
     PhaseSpec setup = setup_phase(m_settings);
     clip_to_job(setup);
+    m_headers = true;
+    entering(setup, "setup", 0);
     setup.uploaded_before = uploaded();
     const auto [run, phase] = m_phases->run(setup, worker_dirs(m_paths));
     m_record.phases.push_back(phase);
@@ -155,6 +185,7 @@ class JobRun {
       return Verdict::stop;
     }
     for (auto& mount : read_only_mounts(m_paths, m_dependency_dirs)) worker.mounts.push_back(mount);
+    entering(worker, "worker", number);
     // With the credential endpoint metering what was really spent, the
     // worker's own estimate no longer stops it (it would race the figure the
     // job is charged by).
@@ -212,6 +243,7 @@ class JobRun {
     if (spec.preflight_command.empty()) return true;
     PhaseSpec preflight = worker;
     preflight.name = "worker preflight";
+    preflight.header = false;
     preflight.command = spec.preflight_command;
     preflight.stdin_data.clear();
     preflight.grants.clear();
@@ -284,6 +316,7 @@ class JobRun {
     make_sandbox_clone(m_job.repo, commit, dirs, m_job.sandbox_uid, m_objects);
     PhaseSpec phase = gate_phase(m_settings, gate);
     clip_to_job(phase);
+    entering(phase, "gate:" + gate.name, m_record.attempts.back().number);
     // The dependencies setup installed, read-only, as the worker saw them.
     for (auto& mount : read_only_mounts(m_paths, m_dependency_dirs)) phase.mounts.push_back(mount);
     const auto [run, record] = m_phases->run(phase, dirs);
@@ -301,6 +334,8 @@ class JobRun {
   PhaseRunner* m_phases = nullptr;
   std::vector<std::string> m_dependency_dirs;
   std::string m_hint;
+  int m_last_attempt = 0;
+  bool m_headers = false;
 };
 
 }  // namespace

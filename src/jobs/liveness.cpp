@@ -1,8 +1,16 @@
 #include "jobs/liveness.hpp"
 
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <thread>
+
+#include "util/clock.hpp"
+#include "util/fd.hpp"
 
 #include "util/fs.hpp"
 #include "util/strings.hpp"
@@ -33,6 +41,34 @@ RunnerRecord current_runner() {
 bool runner_alive(const RunnerRecord& runner) {
   if (runner.pid <= 0 || runner.boot_id != boot_id()) return false;
   return start_ticks(runner.pid) == runner.start_ticks;
+}
+
+RunnerStop stop_runner(const RunnerRecord& runner, std::chrono::milliseconds bound,
+                       const std::function<bool()>& give_up) {
+  if (!runner_alive(runner)) return RunnerStop::not_running;
+  // Opened before the signal and checked again after: the pid names the
+  // runner, not a process that reused its number.
+  UniqueFd exited(static_cast<int>(::syscall(SYS_pidfd_open, runner.pid, 0)));
+  if (!runner_alive(runner)) return RunnerStop::not_running;
+  if (::kill(runner.pid, SIGTERM) != 0) {
+    return errno == EPERM ? RunnerStop::not_permitted : RunnerStop::not_running;
+  }
+  const std::int64_t deadline = util::monotonic_ms() + bound.count();
+  while (runner_alive(runner)) {
+    const std::int64_t left = deadline - util::monotonic_ms();
+    if (left <= 0) return RunnerStop::still_running;
+    if (!exited) {
+      // A kernel without pidfds (before 5.3): looked at again and again.
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min<std::int64_t>(left, 50)));
+      continue;
+    }
+    // Readable once it exited, zombie or not.
+    pollfd watched{exited.get(), POLLIN, 0};
+    const int ready = ::poll(&watched, 1, static_cast<int>(std::min<std::int64_t>(left, 60000)));
+    if (ready > 0) return RunnerStop::ended;
+    if (ready < 0 && errno == EINTR && give_up()) return RunnerStop::still_running;
+  }
+  return RunnerStop::ended;
 }
 
 JobState effective_state(const JobRecord& record) {

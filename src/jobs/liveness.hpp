@@ -1,6 +1,9 @@
 // Telling a running job from one whose git-mullet died.
 #pragma once
 
+#include <chrono>
+#include <functional>
+
 #include "jobs/record.hpp"
 
 namespace mullet::jobs {
@@ -11,5 +14,18 @@ RunnerRecord current_runner();
 bool runner_alive(const RunnerRecord& runner);
 // The state to show: a "running" job whose runner is gone is "interrupted".
 JobState effective_state(const JobRecord& record);
+
+enum class RunnerStop {
+  ended,          // it was running and has exited
+  not_running,    // it was gone already
+  still_running,  // it did not exit within the bound (or `give_up` said so)
+  not_permitted,  // it is not ours to signal (another user's)
+};
+// Sends the runner SIGTERM (which cancels its job: it stops the sandbox,
+// snapshots and writes the final record) and waits for it to exit, woken by
+// its exit (a pidfd), at most `bound`; `give_up` is asked when a signal
+// interrupts the wait.
+RunnerStop stop_runner(const RunnerRecord& runner, std::chrono::milliseconds bound,
+                       const std::function<bool()>& give_up);
 
 }  // namespace mullet::jobs

@@ -184,6 +184,41 @@ PhaseRunner::PhaseRunner(const config::Settings& settings, const JobPaths& paths
 
 namespace {
 
+// "[12s] attempt 2/3 · gate tests · running", redrawn in place on a terminal
+// while a phase without an executor session of its own (setup, a command
+// worker, a gate) runs; cleared before output is echoed and when it ends.
+class PhaseStatusLine {
+ public:
+  PhaseStatusLine(bool enabled, const PhaseSpec& phase)
+      : m_enabled(enabled && !phase.label.empty()), m_label(phase.label), m_started(phase.job_started_ms) {}
+  PhaseStatusLine(const PhaseStatusLine&) = delete;
+  PhaseStatusLine& operator=(const PhaseStatusLine&) = delete;
+  ~PhaseStatusLine() { clear(); }
+
+  void tick() {
+    if (!m_enabled) return;
+    const std::string text =
+        "[" + util::format_elapsed(util::monotonic_ms() - m_started) + "] " + m_label + " · running";
+    if (m_shown && text == m_text) return;
+    m_text = text;
+    // The label holds a gate's name, from the configuration.
+    std::cerr << "\r\033[K" << util::first_line(util::terminal_safe(text), 150) << std::flush;
+    m_shown = true;
+  }
+  void clear() {
+    if (!m_shown) return;
+    std::cerr << "\r\033[K" << std::flush;
+    m_shown = false;
+  }
+
+ private:
+  bool m_enabled;
+  std::string m_label;
+  std::int64_t m_started;
+  std::string m_text;
+  bool m_shown = false;
+};
+
 // The host-side servers a phase's sandbox reaches: the egress proxy for its
 // grants and the credential endpoint for its model API, with the upload cap
 // they share.
@@ -270,9 +305,18 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
   };
   std::optional<BoundedLog> events;
   util::TerminalSafeStream echo;
-  const auto echo_text = [](const std::string& text) {
+  const bool plain = phase.session == nullptr || phase.session->wants_status_line();
+  PhaseStatusLine status(m_echo && plain && ::isatty(STDERR_FILENO) != 0, phase);
+  const auto echo_text = [&status](const std::string& text) {
+    if (text.empty()) return;
+    status.clear();
     std::cerr.write(text.data(), static_cast<std::streamsize>(text.size())).flush();
   };
+  if (phase.header) {
+    const std::string header = "── " + phase.label + " ──\n";
+    m_log.write(header);
+    if (m_echo) echo_text(util::terminal_safe(header));
+  }
   if (phase.captured_stdout != nullptr) {
     io.on_output = [&](std::string_view chunk) {
       std::string& captured = *phase.captured_stdout;
@@ -287,6 +331,8 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
   } else if (!phase.structured_stdout) {
     io.on_output = [&](std::string_view chunk) {
       to_log(chunk);
+      // The session echoes it: the status line makes room first.
+      status.clear();
       phase.session->on_stdout(chunk);
     };
   } else {
@@ -300,8 +346,9 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
       phase.session->on_stderr(chunk);
     };
   }
-  if (phase.session != nullptr || endpoint || upload_cap) {
+  if (phase.session != nullptr || endpoint || upload_cap || (m_echo && plain)) {
     io.poll = [&]() -> std::optional<sandbox::StopReason> {
+      status.tick();
       // The metered cost, not the worker's own estimate, is the budget.
       if (endpoint && endpoint->budget_exhausted()) return sandbox::StopReason::budget;
       if (endpoint && endpoint->upstream_down()) return sandbox::StopReason::api_down;
@@ -314,6 +361,7 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
     m_log.end_phase();
     if (events) events->end_phase();
     if (m_echo && phase.session == nullptr) echo_text(echo.finish());
+    status.clear();
     servers.stop();
   };
   // The sandbox's processes died with it, so nothing adds a bit back. On the

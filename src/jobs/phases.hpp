@@ -47,6 +47,12 @@ struct PhaseSpec {
   // Its stdout goes here (up to captured_stdout_cap bytes) instead of the
   // log, for a command whose output we parse; stderr still goes to the log.
   std::string* captured_stdout = nullptr;
+  // For people: where the job is ("attempt 2/3 · gate tests"), the status
+  // line's text on a terminal and, with `header`, a line written before the
+  // phase's output (in the log too), so a job of several phases reads as such.
+  std::string label;
+  bool header = false;
+  std::int64_t job_started_ms = 0;  // util::monotonic_ms() when the job started: the status line's clock
 };
 
 inline constexpr std::size_t captured_stdout_cap = 1U << 20U;

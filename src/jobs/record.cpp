@@ -23,7 +23,7 @@ const std::vector<std::pair<JobState, const char*>>& state_names() {
 // (output tails are cut to 4 KiB, logs live in their own blobs) and keep a
 // forged record from making us hold or print gigabytes.
 constexpr std::size_t max_name_bytes = 256;
-constexpr std::size_t max_title_bytes = 1024;
+constexpr std::size_t max_title_bytes = title_max_bytes;
 constexpr std::size_t max_text_bytes = 64U << 10U;
 constexpr std::size_t max_prompt_bytes = 8U << 20U;
 constexpr std::size_t max_items = 10000;
@@ -101,6 +101,19 @@ nlohmann::json report_json(const WorkerReport& report) {
           {"model", null_if_empty(report.model, false)},
           {"session_id", null_if_empty(report.session_id, false)},
           {"permission_denials", denials}};
+}
+
+nlohmann::json changes_json(const std::optional<ChangeStats>& changes) {
+  if (!changes) return nullptr;
+  return {{"files", changes->files}, {"insertions", changes->insertions}, {"deletions", changes->deletions}};
+}
+
+nlohmann::json progress_json(const std::optional<LiveProgress>& progress) {
+  if (!progress) return nullptr;
+  return {{"phase", line(progress->phase)},
+          {"attempt", progress->attempt},
+          {"attempts", progress->attempts},
+          {"phase_started_at", line(progress->phase_started_at)}};
 }
 
 nlohmann::json attempts_json(const std::vector<AttemptRecord>& attempts) {
@@ -316,6 +329,21 @@ AttemptRecord attempt_from_json(const Reader& in, const std::string& job) {
   return attempt;
 }
 
+ChangeStats changes_from_json(const Reader& in) {
+  constexpr std::int64_t most = std::int64_t{1} << 50;
+  return {in.integer<std::int64_t>("files", 0, 0, most), in.integer<std::int64_t>("insertions", 0, 0, most),
+          in.integer<std::int64_t>("deletions", 0, 0, most)};
+}
+
+LiveProgress progress_from_json(const Reader& in) {
+  LiveProgress progress;
+  progress.phase = in.line("phase", max_name_bytes);
+  progress.attempt = in.integer("attempt", 0, 0, 1000000);
+  progress.attempts = in.integer("attempts", 0, 0, 1000000);
+  progress.phase_started_at = in.line("phase_started_at", max_name_bytes);
+  return progress;
+}
+
 UploadRecord upload_from_json(const Reader& in) {
   constexpr auto max_bytes = std::numeric_limits<std::int64_t>::max();
   UploadRecord upload;
@@ -498,6 +526,7 @@ nlohmann::json to_json(const JobRecord& record) {
       {"executor", record.executor.name},
       {"executor_command", null_if_empty(record.executor.command)},
       {"executor_version", null_if_empty(record.executor.version, false)},
+      {"sequence", record.sequence},
       {"created_at", record.created_at},
       {"finished_at", null_if_empty(record.finished_at)},
       {"error", null_if_empty(record.error)},
@@ -509,6 +538,8 @@ nlohmann::json to_json(const JobRecord& record) {
       {"cost_usd", record.cost_usd ? nlohmann::json(*record.cost_usd) : nlohmann::json()},
       {"report", report_json(record.report)},
       {"attempts", attempts_json(record.attempts)},
+      {"changes", changes_json(record.changes)},
+      {"progress", progress_json(record.progress)},
       {"run_flags", record.run_flags.is_object() ? record.run_flags : nlohmann::json::object()}};
 }
 
@@ -566,6 +597,7 @@ JobRecord record_from_json(const nlohmann::json& json, const std::string& job) {
   record.base = in.object_id("base");
   if (record.base.empty()) in.damaged("base", "is missing");
   record.result = in.object_id("result");
+  record.sequence = in.integer<std::int64_t>("sequence", 0, 0, std::int64_t{1} << 50);
   record.created_at = in.line("created_at", max_name_bytes);
   record.finished_at = in.line("finished_at", max_name_bytes);
   record.error = in.text("error", max_text_bytes);
@@ -594,14 +626,18 @@ JobRecord record_from_json(const nlohmann::json& json, const std::string& job) {
   in.array("attempts", [&](const nlohmann::json& item, const std::string& name) {
     record.attempts.push_back(attempt_from_json(Reader(item, name, job), job));
   });
+  if (const auto* changes = in.find("changes")) record.changes = changes_from_json(Reader(*changes, "changes", job));
+  if (const auto* progress = in.find("progress")) {
+    record.progress = progress_from_json(Reader(*progress, "progress", job));
+  }
   return record;
 }
 
 nlohmann::json summary_json(const JobRecord& record) {
   nlohmann::json full = to_json(record);
   nlohmann::json summary;
-  for (const char* key : {"format", "id", "title", "state", "base", "result", "executor", "created_at", "finished_at",
-                          "error", "runner", "cost_usd"}) {
+  for (const char* key : {"format", "id", "title", "state", "base", "result", "executor", "sequence", "created_at",
+                          "finished_at", "error", "runner", "cost_usd", "changes"}) {
     summary[key] = full[key];
   }
   return summary;

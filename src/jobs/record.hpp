@@ -15,6 +15,9 @@
 
 namespace mullet::jobs {
 
+// The longest title a record keeps.
+inline constexpr std::size_t title_max_bytes = 1024;
+
 enum class JobState { running, succeeded, no_changes, failed, refused, cancelled, interrupted };
 
 std::string state_name(JobState state);
@@ -84,6 +87,23 @@ struct RunnerRecord {
   std::string boot_id;
 };
 
+// What the result changed against the base (`git diff --shortstat`).
+struct ChangeStats {
+  std::int64_t files = 0;
+  std::int64_t insertions = 0;
+  std::int64_t deletions = 0;
+  bool operator==(const ChangeStats&) const = default;
+};
+
+// Where a running job is, for `show` and `wait`: written when a phase starts.
+struct LiveProgress {
+  std::string phase;  // setup, worker, gate:<name>
+  int attempt = 0;    // 0 before the first attempt (setup)
+  int attempts = 0;   // the last attempt this run may reach
+  std::string phase_started_at;
+  bool operator==(const LiveProgress&) const = default;
+};
+
 struct JobRecord {
   int format = 1;
   std::string id;
@@ -93,7 +113,10 @@ struct JobRecord {
   std::string base;    // full sha
   std::string result;  // full sha, empty when there is none
   ExecutorRecord executor;
-  std::string created_at;
+  // Its place among this repository's jobs (1, 2, ...; 0 in records that
+  // predate it): orders jobs created within one clock tick.
+  std::int64_t sequence = 0;
+  std::string created_at;   // RFC 3339 UTC, with milliseconds since sequence exists
   std::string finished_at;  // empty while running
   std::string error;        // empty unless failed or refused
   std::vector<PhaseRecord> phases;
@@ -108,6 +131,10 @@ struct JobRecord {
   // unset when no phase had an endpoint.
   std::optional<double> cost_usd;
   std::vector<AttemptRecord> attempts;
+  // Unset without a result, and in records that predate it.
+  std::optional<ChangeStats> changes;
+  // Unset once the job ended (and in records that predate it).
+  std::optional<LiveProgress> progress;
   // What the command line added to the configuration, so `resume` runs the
   // job as it was started: {"config": {key: value}, "gates": [{name, command,
   // timeout}]}.

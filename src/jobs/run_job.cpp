@@ -34,11 +34,13 @@ RunOutcome run_job(const git::Repository& repo, const config::Settings& settings
   JobStore store(repo);
   JobRecord record;
   record.id = new_job_id();
-  record.title = request.title.empty() ? util::first_line(request.prompt, 72) : request.title;
+  // The whole first line: what reads it cuts it to its room.
+  record.title = request.title.empty() ? util::first_line(request.prompt, title_max_bytes) : request.title;
   record.prompt = request.prompt;
   record.base = git::oid_to_string(request.base);
   record.executor = spec.record;
-  record.created_at = util::now_utc();
+  record.sequence = next_job_sequence(repo);
+  record.created_at = util::now_utc_ms();
   record.runner = current_runner();
   record.run_flags = request.run_flags;
   store.create(record);

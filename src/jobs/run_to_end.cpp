@@ -59,7 +59,18 @@ RunOutcome store_final_record(const git::Repository& repo, JobStore& store, JobR
     record.state = JobState::failed;
     record.error = "internal error: the job ended without a verdict";
   }
-  record.finished_at = util::now_utc();
+  record.finished_at = util::now_utc_ms();
+  record.progress.reset();
+  record.changes.reset();
+  if (!record.result.empty()) {
+    try {
+      const auto count = repo.count_changes(git::oid_from_string(record.base), git::oid_from_string(record.result));
+      record.changes = ChangeStats{static_cast<std::int64_t>(count.files), static_cast<std::int64_t>(count.insertions),
+                                   static_cast<std::int64_t>(count.deletions)};
+    } catch (const Error&) {
+      // Only `list` shows it; the record is stored without.
+    }
+  }
   const JobPaths paths = job_paths(repo, record.id);
   const auto log_tail = [](const std::string& path, std::size_t bytes) -> std::optional<std::string> {
     try {

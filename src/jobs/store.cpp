@@ -1,8 +1,18 @@
 #include "jobs/store.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+
 #include "git/handles.hpp"
 #include "jobs/id.hpp"
 #include "util/error.hpp"
+#include "util/fd.hpp"
+#include "util/fs.hpp"
+#include "util/strings.hpp"
 
 namespace mullet::jobs {
 namespace {
@@ -52,6 +62,28 @@ git::CommitPtr lookup_commit(git_repository* repo, const git_oid& id) {
 }
 
 }  // namespace
+
+std::int64_t next_job_sequence(const git::Repository& repo) {
+  const std::string common = util::real_path(repo.common_dir());
+  util::make_private_dirs(common, "mullet");
+  const std::string path = common + "/mullet/job-sequence";
+  const UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) throw failure("cannot open " + path + ": " + util::errno_text(errno));
+  // The lock dies with the descriptor.
+  while (::flock(fd.get(), LOCK_EX) != 0) {
+    if (errno != EINTR) throw failure("cannot lock " + path + ": " + util::errno_text(errno));
+  }
+  char buffer[32] = {};
+  const ssize_t got = ::pread(fd.get(), buffer, sizeof buffer - 1, 0);
+  // A damaged counter starts again: the sequence only breaks ties.
+  const std::int64_t last = got > 0 ? std::max<long long>(0, std::strtoll(buffer, nullptr, 10)) : 0;
+  const std::string next = std::to_string(last + 1) + "\n";
+  if (::pwrite(fd.get(), next.data(), next.size(), 0) != static_cast<ssize_t>(next.size()) ||
+      ::ftruncate(fd.get(), static_cast<off_t>(next.size())) != 0) {
+    throw failure("cannot write " + path + ": " + util::errno_text(errno));
+  }
+  return last + 1;
+}
 
 std::vector<std::string> JobStore::ids() const {
   std::vector<std::string> found;

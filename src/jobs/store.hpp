@@ -37,6 +37,10 @@ struct StoredJob {
   git_oid record_commit{};
 };
 
+// The next job's sequence number in this repository (1, 2, ...), from a
+// counter file under the common git dir, taken under a lock.
+std::int64_t next_job_sequence(const git::Repository& repo);
+
 class JobStore {
  public:
   explicit JobStore(const git::Repository& repo) : m_repo(repo) {}

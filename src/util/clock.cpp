@@ -2,8 +2,10 @@
 
 #include <sys/random.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <vector>
 
@@ -18,6 +20,57 @@ std::string now_utc() {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
   return text;
+}
+
+std::int64_t epoch_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string now_utc_ms() {
+  const std::int64_t now = epoch_ms();
+  const std::time_t seconds = static_cast<std::time_t>(now / 1000);
+  std::tm parts{};
+  ::gmtime_r(&seconds, &parts);
+  char text[40];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &parts);
+  char millis[8];
+  std::snprintf(millis, sizeof millis, ".%03dZ", static_cast<int>(now % 1000));
+  return std::string(text) + millis;
+}
+
+std::optional<std::int64_t> parse_utc_ms(const std::string& text) {
+  // YYYY-MM-DDTHH:MM:SS, then Z or .mmmZ.
+  const bool with_millis = text.size() == 24;
+  if (text.size() != 20 && !with_millis) return std::nullopt;
+  const std::string shape = with_millis ? "dddd-dd-ddTdd:dd:dd.dddZ" : "dddd-dd-ddTdd:dd:ddZ";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    const bool digit = text[i] >= '0' && text[i] <= '9';
+    if (shape[i] == 'd' ? !digit : text[i] != shape[i]) return std::nullopt;
+  }
+  const auto number = [&](std::size_t at, std::size_t length) { return std::stoi(text.substr(at, length)); };
+  std::tm parts{};
+  parts.tm_year = number(0, 4) - 1900;
+  parts.tm_mon = number(5, 2) - 1;
+  parts.tm_mday = number(8, 2);
+  parts.tm_hour = number(11, 2);
+  parts.tm_min = number(14, 2);
+  parts.tm_sec = number(17, 2);
+  if (parts.tm_mon > 11 || parts.tm_mday < 1 || parts.tm_mday > 31 || parts.tm_hour > 23 || parts.tm_min > 59 ||
+      parts.tm_sec > 60) {
+    return std::nullopt;
+  }
+  const std::time_t seconds = ::timegm(&parts);
+  return static_cast<std::int64_t>(seconds) * 1000 + (with_millis ? number(20, 3) : 0);
+}
+
+std::string format_elapsed(std::int64_t ms) {
+  const std::int64_t seconds = std::max<std::int64_t>(ms, 0) / 1000;
+  const auto two = [](std::int64_t value) { return (value < 10 ? "0" : "") + std::to_string(value); };
+  if (seconds < 60) return std::to_string(seconds) + "s";
+  if (seconds < 3600) return std::to_string(seconds / 60) + "m" + two(seconds % 60) + "s";
+  if (seconds < 86400) return std::to_string(seconds / 3600) + "h" + two(seconds / 60 % 60) + "m";
+  return std::to_string(seconds / 86400) + "d" + two(seconds / 3600 % 24) + "h";
 }
 
 std::int64_t monotonic_ms() {

@@ -319,7 +319,8 @@ test_a_detached_job_survives_a_hangup_and_is_cancelled_by_sigterm() {
   assert_eq "$(job_state "$JOB")" running "state after SIGHUP"
   kill -TERM "$runner"
   expect_exit 1 timeout 30 git mullet wait -q "$JOB"
-  assert_eq "$OUT" "job $JOB cancelled" "wait's summary after SIGTERM"
+  assert_eq "$(printf '%s\n' "$OUT" | head -n 1)" "job $JOB cancelled" "wait's summary after SIGTERM"
+  assert_contains "$OUT" "go on:   git mullet resume $JOB"
   wait_until 10 sh -c "! pgrep -f '[${sleeper:0:1}]${sleeper:1}'"
 }
 
@@ -330,7 +331,8 @@ test_a_killed_runner_leaves_no_sandbox_and_reads_interrupted() {
   kill -KILL "$runner"
   wait_until 10 sh -c "! pgrep -f '$pattern'"
   expect_exit 1 timeout 10 git mullet wait "$JOB"
-  assert_eq "$OUT" "job $JOB interrupted" "wait's summary"
+  assert_eq "$(printf '%s\n' "$OUT" | head -n 1)" "job $JOB interrupted" "wait's summary"
+  assert_contains "$OUT" "look:    git mullet show $JOB"
   assert_contains "$ERR" "interrupted" "wait's error"
   expect_exit 0 git mullet show --json "$JOB"
   assert_eq "$(json_field "$OUT" state)" interrupted "state shown"

@@ -93,7 +93,7 @@ every_reader_refuses() {
   esac
   case "$list" in
     damaged)
-      assert_matches "$OUT" "^$id  damaged +-+  $field" "list line"
+      assert_matches "$OUT" "^$id  damaged +(- +)+$field" "list line"
       assert_eq "$listed" damaged "list --json"
       ;;
     *) assert_contains "$OUT" "$id  " "list" ;;

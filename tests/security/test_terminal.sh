@@ -57,6 +57,10 @@ import re, sys
 path, colours, wanted = sys.argv[1], sys.argv[2], sys.argv[3:]
 data = open(path, "rb").read()
 text = data.replace(b"\r\n", b"\n")  # the terminal's own line ends (onlcr)
+# git-mullet's own status line is redrawn in place: carriage return, erase
+# the line. Nothing a worker writes can make it (its ESC is escaped), and the
+# text after it is checked as everything else.
+text = text.replace(b"\r\x1b[K", b"")
 if colours == "colours":
     text = re.sub(rb"\x1b\[(?:(?:0|1|22|3[1-6]|39)?(?:;(?:0|1|22|3[1-6]|39))*)m", b"", text)
 bad = {b"\x1b": "ESC", b"\x07": "BEL", b"\r": "bare CR", b"\x9b": "C1 CSI", b"\xc2\x9b": "C1 CSI (UTF-8)",

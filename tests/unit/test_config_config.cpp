@@ -436,8 +436,8 @@ TEST_CASE("[[gate]] tables become gates") {
   CHECK(first.timeout_seconds == 120);
   CHECK(first.origin == "user.toml:1");
   const auto& second = config.gates()[1];
-  // Without a name, the gate is named after its command (cut to 40).
-  CHECK(second.name == "cargo clippy --all-targets -- -D warn...");
+  // Without a name, the gate is named after its command's first line.
+  CHECK(second.name == "cargo clippy --all-targets -- -D warnings and a much longer tail");
   CHECK(second.timeout_seconds == 0);
   CHECK(second.origin == "user.toml:6");
 }

@@ -1101,7 +1101,9 @@ TEST_CASE("judge: a real successful run, with the tool uses that were refused as
   const WorkerOutcome outcome = judge_run(kSuccessRun, exited(0));
   CHECK(outcome.kind == WorkerOutcome::Kind::success);
   CHECK(outcome.error.empty());
-  CHECK(outcome.hint == "refused tool uses: Bash: touch ok; touch evil");
+  CHECK(outcome.hint ==
+        "refused tool uses: Bash: touch ok; touch evil (to let the worker run a command, name it in [claude] "
+        "allow_bash)");
   CHECK(outcome.report.status == "done");
   CHECK(outcome.report.summary == "wrote hello.txt");
   CHECK(outcome.report.turns == 5);  // the result's count, not ours
@@ -1511,7 +1513,7 @@ TEST_CASE("progress_text shows elapsed time, turn, tool and cost") {
   CHECK(text(60000, 3, "", 0.0021, true) == "[1m00s] turn 3 · ~$0.0021");
   CHECK(text(65000, 4, "Bash: npm test", 0.0123, true) == "[1m05s] turn 4 · Bash: npm test · ~$0.0123");
   CHECK(text(609000, 12, "", 1.5, true) == "[10m09s] turn 12 · ~$1.5");
-  CHECK(text(3723000, 40, "Edit: a.c", 2.25, true) == "[62m03s] turn 40 · Edit: a.c · ~$2.25");
+  CHECK(text(3723000, 40, "Edit: a.c", 2.25, true) == "[1h02m] turn 40 · Edit: a.c · ~$2.25");
   // The result's own figure is not an estimate.
   CHECK(text(361, 5, "", 0.004, false) == "[0s] turn 5 · $0.004");
   CHECK(text(1000, 1, "", 0.123456, false) == "[1s] turn 1 · $0.1235");

@@ -106,9 +106,12 @@ void check_same(const JobRecord& a, const JobRecord& b) {
   CHECK(a.executor.name == b.executor.name);
   CHECK(a.executor.command == b.executor.command);
   CHECK(a.executor.version == b.executor.version);
+  CHECK(a.sequence == b.sequence);
   CHECK(a.created_at == b.created_at);
   CHECK(a.finished_at == b.finished_at);
   CHECK(a.error == b.error);
+  CHECK(a.changes == b.changes);
+  CHECK(a.progress == b.progress);
   REQUIRE(a.phases.size() == b.phases.size());
   for (std::size_t i = 0; i < a.phases.size(); ++i) {
     CHECK(a.phases[i].name == b.phases[i].name);
@@ -185,6 +188,16 @@ TEST_CASE("a record survives to_json, text and record_from_json unchanged") {
     record.state = JobState::failed;
     record.result.clear();
     record.error = "the worker exited with 2";
+  }
+  SUBCASE("with milliseconds, a sequence and its changes") {
+    record.sequence = 41;
+    record.created_at = "2026-01-02T03:04:05.123Z";
+    record.finished_at = "2026-01-02T03:14:05.007Z";
+    record.changes = mullet::jobs::ChangeStats{3, 120, 7};
+  }
+  SUBCASE("running in its second attempt's gate") {
+    record.state = JobState::running;
+    record.progress = mullet::jobs::LiveProgress{"gate:tests", 2, 3, "2026-01-02T03:04:09.500Z"};
   }
   SUBCASE("running, nothing finished, no phases") {
     record.state = JobState::running;
@@ -459,8 +472,9 @@ TEST_CASE("summary_json holds only what list needs") {
   const json summary = summary_json(record);
   std::vector<std::string> keys;
   for (const auto& item : summary.items()) keys.push_back(item.key());
-  CHECK(keys == std::vector<std::string>{"base", "cost_usd", "created_at", "error", "executor", "finished_at", "format",
-                                         "id", "result", "runner", "state", "title"});
+  CHECK(keys == std::vector<std::string>{"base", "changes", "cost_usd", "created_at", "error", "executor",
+                                         "finished_at", "format", "id", "result", "runner", "sequence", "state",
+                                         "title"});
   CHECK(summary["id"] == "0123abcdef");
   CHECK(summary["state"] == "succeeded");
   CHECK(summary["title"] == "Fix the parser");
