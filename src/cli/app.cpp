@@ -56,7 +56,7 @@ const std::vector<std::pair<std::string, std::vector<ExitCodeMeaning>>> exit_cod
      {{0, "the branch was created"},
       {2, "usage, an unknown job, nothing to merge, a job that did not succeed or a branch that exists"}}},
     {"discard",
-     {{0, "the job was discarded"},
+     {{0, "the jobs were discarded"},
       {1, "its record kept changing"},
       {2, "usage, an unknown job, a running job without --force, or a confirmation declined or not given"}}},
     {"config",
