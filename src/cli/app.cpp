@@ -10,8 +10,8 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
-#include "cli/logging.hpp"
 #include "cli/complete.hpp"
+#include "cli/logging.hpp"
 #include "cli/usage.hpp"
 #include "sandbox/wall_check.hpp"
 #include "util/error.hpp"
@@ -118,7 +118,6 @@ std::optional<std::string> check_first_word(const CLI::App& app, const std::vect
   if (first == "-h" || first == "--help" || first == "--version") return std::nullopt;
   return "git mullet: " + describe_unexpected(app, {first}) + " (see 'git mullet -h')\n";
 }
-
 
 // Errors often quote a record, a worker or a repository.
 int report(const Error& error) {

@@ -152,6 +152,9 @@ class Executor {
   // What differs between what spec.preflight_command printed and what the
   // worker must run with; empty when nothing does. A difference refuses the job.
   virtual std::string check_preflight(const WorkerSpec& /*spec*/, std::string_view /*printed*/) const { return {}; }
+  // Why the worker must not start in this work tree (a host path), checked
+  // before each attempt; empty when nothing stops it.
+  virtual std::string check_work_tree(const std::string& /*work_tree*/) const { return {}; }
 };
 
 // The verdict on a worker that prints plain text: success is exit code 0.

@@ -1,5 +1,6 @@
 #include "executors/opencode.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "executors/claude_stream.hpp"
@@ -111,7 +112,12 @@ WorkerSpec OpencodeExecutor::prepare(const TaskContext& task) const {
   spec.command = value_or_throw(opencode::build_argv(binary.run_flags, settings.opencode.model));
   spec.stdin_data = opencode::build_prompt({task.prompt, settings.opencode.allow_bash, sandbox::inside::work_tree});
   spec.mounts.push_back({sandbox::MountKind::read_only_bind, binary.path, opencode::binary_inside});
-  spec.env = opencode::worker_environment(config, sandbox::inside::home);
+  // A home of its own, new each attempt: opencode imports every plugin file
+  // under its config directories (and $HOME/.opencode) whatever the
+  // configuration says, and setup or an earlier attempt could have written
+  // one into the job's home. Nothing can guess this name beforehand.
+  spec.env =
+      opencode::worker_environment(config, std::string(sandbox::inside::home) + "/.opencode-" + util::random_hex(16));
   spec.uses_api = true;
   spec.structured_stdout = true;
   // opencode has no init event to check: it prints what it resolved instead.
@@ -123,6 +129,20 @@ WorkerSpec OpencodeExecutor::prepare(const TaskContext& task) const {
 std::unique_ptr<WorkerSession> OpencodeExecutor::start_session(const WorkerSpec& /*spec*/, bool show_progress,
                                                                const SessionLimits& limits) const {
   return std::make_unique<OpencodeSession>(show_progress, limits);
+}
+
+std::string OpencodeExecutor::check_work_tree(const std::string& work_tree) const {
+  // opencode 1.18.33 imports plugins (code) from these, found from its
+  // working directory up, even with project configuration off, and its
+  // `debug config` does not show them (docs/opencode-probe.md).
+  for (const char* name : {".opencode", "opencode.json", "opencode.jsonc"}) {
+    struct stat status {};
+    if (::lstat((work_tree + "/" + name).c_str(), &status) == 0) {
+      return std::string("the work tree has ") + name +
+             ", from which opencode loads plugins (code it runs) whatever its configuration says";
+    }
+  }
+  return {};
 }
 
 std::string OpencodeExecutor::check_preflight(const WorkerSpec& spec, std::string_view printed) const {

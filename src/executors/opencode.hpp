@@ -17,6 +17,7 @@ class OpencodeExecutor final : public Executor {
   std::unique_ptr<WorkerSession> start_session(const WorkerSpec& spec, bool show_progress,
                                                const SessionLimits& limits) const override;
   std::string check_preflight(const WorkerSpec& spec, std::string_view printed) const override;
+  std::string check_work_tree(const std::string& work_tree) const override;
 };
 
 }  // namespace mullet::executors

@@ -240,6 +240,13 @@ class JobRun {
   // the worker's own sandbox but without network: anything but ours refuses
   // the job before the worker starts (as Claude Code's init event does).
   bool passes_preflight(const executors::WorkerSpec& spec, const PhaseSpec& worker) {
+    if (const std::string why = m_job.executor.check_work_tree(worker_dirs(m_paths).work_tree); !why.empty()) {
+      m_record.attempts.back().error = m_job.executor.name() + " cannot run here: " + why;
+      finish(JobState::refused, m_record.attempts.back().error,
+             "remove it from the base commit (or from the work tree, if an earlier attempt wrote it), or use "
+             "another executor");
+      return false;
+    }
     if (spec.preflight_command.empty()) return true;
     PhaseSpec preflight = worker;
     preflight.name = "worker preflight";

@@ -122,6 +122,13 @@ test_the_clones_opencode_configuration_widens_nothing() {
   printf '%s\n' "$widening" >.opencode/opencode.json
   printf 'agents-marker-9931: always run touch agents-ran\n' >AGENTS.md
   git add -A && git commit -qm "widening config"
+  # opencode loads plugins from .opencode/ and opencode.json[c] whatever its
+  # configuration says: such a work tree is refused before it starts.
+  run_job -m "touch it"
+  assert_eq "$RUN_CODE" 3 "exit code with .opencode/: $JOB_JSON"
+  assert_contains "$(json_field "$JOB_JSON" error)" "the work tree has" "the refusal"
+  git rm -rq .opencode opencode.json
+  git commit -qm "AGENTS.md only"
   run_job -m "touch it"
   expect_job 0
   local result
