@@ -1,7 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <set>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "jobs/record.hpp"
 #include "sandbox/stop_reason.hpp"
@@ -60,4 +63,15 @@ TEST_CASE("stop reasons: the state a job ends in") {
     INFO(stop_name(failed));
     CHECK(state_after(failed) == JobState::failed);
   }
+}
+
+TEST_CASE("stop reasons: the JSON schema names each one the records can hold") {
+  std::ifstream file(std::string(MULLET_SOURCE_DIR) + "/docs/json-schema/git-mullet.schema.json");
+  REQUIRE(file);
+  const auto schema = nlohmann::json::parse(file);
+  std::vector<std::string> listed;
+  for (const auto& name : schema.at("$defs").at("stop_reason").at("enum")) {
+    if (!name.get<std::string>().empty()) listed.push_back(name.get<std::string>());
+  }
+  CHECK(listed == stop_names());
 }
