@@ -4,8 +4,12 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <random>
+#include <thread>
 
 #include "git/handles.hpp"
 #include "jobs/id.hpp"
@@ -309,6 +313,12 @@ StoredJob JobStore::update(const std::string& id, const std::function<void(JobRe
       job->record_commit = *commit;
       return *job;
     }
+    // The loser of a race backs off for a random moment, growing: writers in
+    // step on a loaded machine would otherwise keep colliding (or finding the
+    // ref locked) until they give up.
+    thread_local std::minstd_rand random(std::random_device{}());
+    const int most_ms = 1 << std::min(attempt, 6);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1 + static_cast<int>(random() % most_ms)));
   }
   throw failure("cannot update job " + id + ": its record keeps changing under us");
 }
