@@ -102,7 +102,7 @@ int run(const RunOptions& options) {
   std::vector<config::Gate> gates;
   for (const auto& command : options.gates) {
     if (util::trim(command).empty()) throw usage_error("--gate needs a command");
-    gates.push_back({util::first_line(command, 40), command, 0, "--gate"});
+    gates.push_back({config::default_gate_name(command), command, 0, "--gate"});
     if (auto message = config::check_gate(gates.back()); !message.empty()) throw usage_error("--gate: " + message);
   }
 

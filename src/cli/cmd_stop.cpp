@@ -54,7 +54,7 @@ int stop(const StopOptions& options) {
   shown.state = jobs::effective_state(shown);
   // Its error is "cancelled by signal": this command sent it, and says so.
   if (shown.state == jobs::JobState::cancelled) shown.error.clear();
-  print_job_outcome(shown, "", options.json);
+  print_job_outcome(shown, "", options.json, false);
   return 0;
 }
 

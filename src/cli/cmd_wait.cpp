@@ -172,16 +172,18 @@ int wait_for_job(const WaitOptions& options) {
   }
   if (follow) output.finish();
 
-  if (state == jobs::JobState::interrupted && record.error.empty()) {
-    std::cerr << "git mullet: job " << id << " interrupted: the git-mullet process running it (pid "
-              << record.runner.pid << ") ended before the job did\n"
-              << "hint: what it did so far: git mullet log " << id << "\n";
-  }
   jobs::JobRecord shown = record;
   shown.state = state;
   // The record does not keep run's hint: the error has to speak for itself.
-  print_job_outcome(shown, "", options.json);
-  return jobs::exit_code_for(state);
+  std::string hint;
+  if (state == jobs::JobState::interrupted && record.error.empty()) {
+    shown.error = "the git-mullet process running it (pid " + std::to_string(record.runner.pid) +
+                  ") ended before the job did";
+    hint = "what it did so far: git mullet log " + id;
+  }
+  const int exit_code = jobs::exit_code_for(state);
+  print_job_outcome(shown, hint, options.json, exit_code != 0);
+  return exit_code;
 }
 
 }  // namespace

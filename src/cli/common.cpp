@@ -101,30 +101,36 @@ std::string next_steps(const jobs::JobRecord& record) {
 
 }  // namespace
 
-void print_job_outcome(const jobs::JobRecord& record, const std::string& hint, bool json) {
+void print_job_outcome(const jobs::JobRecord& record, const std::string& hint, bool json, bool failed) {
   // The error, hint and warnings quote the worker (its summary, file names).
-  if (!record.error.empty()) {
-    std::string text =
-        "git mullet: job " + record.id + " " + jobs::state_name(record.state) + ": " + record.error + "\n";
-    if (!hint.empty()) text += "hint: " + hint + "\n";
-    std::cerr << util::terminal_safe(text);
-  }
   if (json) {
+    // The record carries the error as data; a person reading stderr still
+    // hears it, once.
+    if (!record.error.empty()) {
+      std::string text =
+          "git mullet: job " + record.id + " " + jobs::state_name(record.state) + ": " + record.error + "\n";
+      if (!hint.empty()) text += "hint: " + hint + "\n";
+      std::cerr << util::terminal_safe(text);
+    }
     std::cout << job_json(record).dump(2) << "\n";
     return;
   }
+  // Said once, in the closing lines, with the summary, gates and next steps.
   std::string text = "job " + record.id + " " + jobs::state_name(record.state);
   if (!record.result.empty()) text += ": result " + short_sha(record.result);
   text += "\n";
+  const auto field = [](const std::string& value) { return util::indent_later_lines(value, "           ") + "\n"; };
+  if (!record.error.empty()) text += "  error:   " + field(record.error);
+  if (!hint.empty()) text += "  hint:    " + field(hint);
   if (!record.report.summary.empty()) text += "  summary: " + util::first_line(record.report.summary, 200) + "\n";
   if (const std::string gates = gates_line(record); !gates.empty()) text += "  gates:   " + gates + "\n";
   for (const auto& warning : record.snapshot_warnings) text += "  warning: " + warning + "\n";
   text += next_steps(record);
-  std::cout << util::terminal_safe(text);
+  (failed ? std::cerr : std::cout) << util::terminal_safe(text);
 }
 
 void print_run_outcome(const jobs::RunOutcome& outcome, bool json) {
-  print_job_outcome(outcome.record, outcome.hint, json);
+  print_job_outcome(outcome.record, outcome.hint, json, outcome.exit_code != ExitCode::ok);
 }
 
 }  // namespace mullet::cli

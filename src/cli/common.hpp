@@ -49,10 +49,11 @@ std::string short_sha(const std::string& sha);
 // print_job_outcome for a job this process ran (`run`, `resume`).
 void print_run_outcome(const jobs::RunOutcome& outcome, bool json);
 
-// What `run` and `wait` print once a job has ended: its error and `hint` on
-// stderr, then the record as JSON (job_json) or, for people, the state, the
-// result, warnings and how to review and take the result, on stdout. The
-// human lines show record.state as given.
-void print_job_outcome(const jobs::JobRecord& record, const std::string& hint, bool json);
+// What `run`, `wait` and `stop` print once a job has ended, saying its error
+// once: the record as JSON (job_json) on stdout with the error and `hint` on
+// stderr, or, for people, closing lines with the state, result, error, hint,
+// summary, gates, warnings and the next steps, on stderr when the command
+// fails (`failed`), else on stdout. They show record.state as given.
+void print_job_outcome(const jobs::JobRecord& record, const std::string& hint, bool json, bool failed);
 
 }  // namespace mullet::cli

@@ -21,11 +21,8 @@ class TerminalSafeMessage final : public spdlog::custom_flag_formatter {
   void format(const spdlog::details::log_msg& message, const std::tm& /*time*/, spdlog::memory_buf_t& dest) override {
     std::string safe = util::terminal_safe(std::string_view(message.payload.data(), message.payload.size()));
     while (!safe.empty() && (safe.back() == '\n' || safe.back() == '\r')) safe.pop_back();
-    // A message's later lines are indented: none can pass for a line of ours.
-    for (const char c : safe) {
-      dest.push_back(c);
-      if (c == '\n') dest.append(std::string_view(continuation));
-    }
+    const std::string indented = util::indent_later_lines(safe, continuation);
+    dest.append(std::string_view(indented));
   }
   std::unique_ptr<custom_flag_formatter> clone() const override {
     return spdlog::details::make_unique<TerminalSafeMessage>();

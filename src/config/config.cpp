@@ -618,9 +618,7 @@ void merge_gates(const toml::node& section, const std::string& file_label, std::
       ok = false;
     }
     if (ok) {
-      // The command's whole first line, up to what a record keeps of a name:
-      // where a gate is shown for people, it is cut to fit there.
-      if (gate.name.empty()) gate.name = util::first_line(gate.command, 256);
+      if (gate.name.empty()) gate.name = default_gate_name(gate.command);
       gates.push_back(gate);
     }
   });
@@ -938,6 +936,10 @@ void merge_credentials(const toml::node& section, const std::string& file_label,
 }
 
 }  // namespace
+
+std::string default_gate_name(const std::string& command) {
+  return util::first_line(command, 256);
+}
 
 std::string check_gate(const Gate& gate) {
   if (gate.command.empty()) return "needs a command";

@@ -38,6 +38,10 @@ inline constexpr std::size_t max_gates = 256;
 // Checks a gate however it was given (a [[gate]] table, --gate, a resumed
 // job's record): a message, or empty when it is valid.
 std::string check_gate(const Gate& gate);
+// The name of a gate given only a command ([[gate]] without name, --gate):
+// the command's whole first line, up to what a record keeps of a name; where
+// a gate is shown for people, it is cut to fit there.
+std::string default_gate_name(const std::string& command);
 
 // Claude Code's credential variables: never let into a sandbox ([sandbox]
 // env refuses them); the credential endpoint uses them from our environment.

@@ -75,23 +75,20 @@ const nlohmann::json& message_content(const nlohmann::json& event) {
   return content != message->end() && content->is_array() ? *content : none;
 }
 
-std::string denials_text(const nlohmann::json& denials) {
+std::vector<std::string> described_denials(const nlohmann::json& denials) {
   std::vector<std::string> parts;
   for (const auto& denial : denials) {
     if (denial.is_object()) parts.push_back(describe_denial(denial));
   }
-  return util::join(parts, "; ");
+  return parts;
 }
 
-// The refused tool uses, and where Bash commands are allowed: empty when
-// nothing was refused.
 std::string denials_hint(const nlohmann::json& denials) {
-  if (!denials.is_array() || denials.empty()) return {};
+  if (!denials.is_array()) return {};
   const bool bash = std::any_of(denials.begin(), denials.end(), [](const nlohmann::json& denial) {
     return denial.is_object() && string_at(denial, "tool_name") == "Bash";
   });
-  return "refused tool uses: " + denials_text(denials) +
-         (bash ? " (to let the worker run a command, name it in [claude] allow_bash)" : "");
+  return refused_uses_hint(described_denials(denials), bash, "[claude] allow_bash");
 }
 
 }  // namespace
@@ -381,7 +378,7 @@ std::string render_event(const nlohmann::json& event) {
     }
     for (const auto& error : strings_at(event, "errors")) out += "   error: " + util::first_line(error, 300) + "\n";
     if (const auto denials = event.find("permission_denials"); denials != event.end() && !denials->empty()) {
-      out += "   refused: " + denials_text(*denials) + "\n";
+      out += "   refused: " + util::join(described_denials(*denials), "; ") + "\n";
     }
   }
   return out;

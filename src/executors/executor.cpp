@@ -56,6 +56,13 @@ std::unique_ptr<WorkerSession> Executor::start_session(const WorkerSpec& /*spec*
   return std::make_unique<PlainSession>(show_progress);
 }
 
+std::string refused_uses_hint(const std::vector<std::string>& refused_uses, bool a_command_was_refused,
+                              const std::string& allow_key) {
+  if (refused_uses.empty()) return {};
+  return "refused tool uses: " + util::join(refused_uses, "; ") +
+         (a_command_was_refused ? " (to let the worker run a command, name it in " + allow_key + ")" : "");
+}
+
 std::string render_event(const std::string& executor_name, const nlohmann::json& event) {
   if (executor_name == "opencode") return opencode::render_event(event);
   return claude::render_event(event);

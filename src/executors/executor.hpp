@@ -160,6 +160,13 @@ class Executor {
 // The verdict on a worker that prints plain text: success is exit code 0.
 WorkerOutcome plain_outcome(const sandbox::RunResult& run);
 
+// The hint for tool uses the worker's own permission rules refused (each
+// described in the executor's words): what they were and, when a shell
+// command was among them, the key that allows commands (`[claude]
+// allow_bash`). Empty when nothing was refused.
+std::string refused_uses_hint(const std::vector<std::string>& refused_uses, bool a_command_was_refused,
+                              const std::string& allow_key);
+
 // One event of a worker's structured output (events.jsonl) as lines a person
 // reads, in the dialect of the executor that recorded it; empty for events
 // not worth a line.

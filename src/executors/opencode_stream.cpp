@@ -105,6 +105,23 @@ void StreamState::apply(const nlohmann::json& event) {
   }
 }
 
+namespace {
+
+// Refused uses in opencode's words ("bash: curl example.com"), and the key
+// that lets a command through.
+std::string denials_hint(const nlohmann::json& denials) {
+  std::vector<std::string> refused;
+  bool command_refused = false;
+  for (const auto& denial : denials) {
+    const std::string tool = string_at(denial, "tool_name");
+    command_refused = command_refused || tool == "bash";
+    refused.push_back(describe_tool({{"tool", tool}, {"state", {{"input", at(denial, "tool_input")}}}}));
+  }
+  return refused_uses_hint(refused, command_refused, "[opencode] allow_bash");
+}
+
+}  // namespace
+
 WorkerOutcome judge(const StreamState& state, const RunFacts& facts) {
   WorkerOutcome outcome;
   auto& report = outcome.report;
@@ -138,14 +155,17 @@ WorkerOutcome judge(const StreamState& state, const RunFacts& facts) {
     return failed("opencode failed (exit code " + std::to_string(facts.exit_code) + ")" +
                   (stderr_line.empty() ? "" : ": " + stderr_line));
   }
+  const std::string hint = denials_hint(state.permission_denials);
   if (!result) {
     return failed(std::string("the worker ended without its final result (the ") + result_marker +
-                  " line the prompt asks for), so its work is not trusted as done");
+                      " line the prompt asks for), so its work is not trusted as done",
+                  hint);
   }
   if (result->status == "blocked") {
-    return failed("the worker says it is blocked: " + util::first_line(result->summary, 300));
+    return failed("the worker says it is blocked: " + util::first_line(result->summary, 300), hint);
   }
   outcome.kind = WorkerOutcome::Kind::success;
+  outcome.hint = hint;
   return outcome;
 }
 

@@ -11,6 +11,7 @@
 #include "jobs/workspace.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
+#include "util/strings.hpp"
 #include "util/signals.hpp"
 
 namespace mullet::jobs {
@@ -123,7 +124,8 @@ class JobRun {
     JobRecord now = m_record;
     if (phase == "worker" && !now.attempts.empty()) now.attempts.pop_back();
     m_job.store.update(m_record.id, [&](JobRecord& stored) { stored = now; });
-    const std::string shown = phase.rfind("gate:", 0) == 0 ? "gate " + phase.substr(5) : phase;
+    // A gate's name may be its command's whole first line: a label fits a line.
+    const std::string shown = phase.rfind("gate:", 0) == 0 ? "gate " + util::first_line(phase.substr(5), 60) : phase;
     spec.label = attempt == 0
                      ? shown
                      : "attempt " + std::to_string(attempt) + "/" + std::to_string(m_last_attempt) + " · " + shown;

@@ -320,4 +320,14 @@ std::string TerminalSafeStream::finish() {
   return out;
 }
 
+std::string indent_later_lines(std::string_view text, std::string_view prefix) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    out.push_back(text[i]);
+    if (text[i] == '\n' && i + 1 < text.size()) out.append(prefix);
+  }
+  return out;
+}
+
 }  // namespace mullet::util

@@ -31,6 +31,9 @@ std::string valid_utf8(std::string_view text);
 // \x1b); UTF-8 encoded C1 controls (U+0080-U+009F) and the bidi embeddings,
 // overrides and isolates (U+202A-U+202E, U+2066-U+2069) as \uHHHH.
 std::string terminal_safe(std::string_view text);
+// `text` with `prefix` after each of its newlines but a last one: a quoted
+// message's later lines cannot pass for lines of ours.
+std::string indent_later_lines(std::string_view text, std::string_view prefix);
 
 // terminal_safe over a stream that arrives in chunks: a chunk may end inside
 // a UTF-8 sequence (or a CR whose LF is in the next chunk), which is carried

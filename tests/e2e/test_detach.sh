@@ -143,8 +143,10 @@ test_wait_exits_as_the_job_ended() {
   cd repo
   detach -m "fail" --command 'echo partial >partial.txt; echo giving up >&2; exit 5'
   expect_exit 1 git mullet wait "$JOB"
-  assert_matches "$OUT" "^job $JOB failed: result [0-9a-f]{12}" "wait's summary of a failed job"
-  assert_contains "$ERR" "git mullet: job $JOB failed: " "wait's error line"
+  # A failure is reported once, in the closing lines, on stderr.
+  assert_eq "$OUT" "" "wait's stdout for a failed job"
+  assert_matches "$ERR" "(^|"$'\n'")job $JOB failed: result [0-9a-f]{12}"$'\n'"  error:   " "wait's summary of a failed job"
+  assert_eq "$(grep -c "job $JOB failed" <<<"$ERR")" 1 "lines that say the job failed"
   assert_contains "$ERR" "giving up" "the worker's output"
   detach -m "nothing" --command true
   expect_exit 0 git mullet wait "$JOB"
@@ -319,8 +321,8 @@ test_a_detached_job_survives_a_hangup_and_is_cancelled_by_sigterm() {
   assert_eq "$(job_state "$JOB")" running "state after SIGHUP"
   kill -TERM "$runner"
   expect_exit 1 timeout 30 git mullet wait -q "$JOB"
-  assert_eq "$(printf '%s\n' "$OUT" | head -n 1)" "job $JOB cancelled" "wait's summary after SIGTERM"
-  assert_contains "$OUT" "go on:   git mullet resume $JOB"
+  assert_eq "$(printf '%s\n' "$ERR" | grep "^job " | head -n 1)" "job $JOB cancelled" "wait's summary after SIGTERM"
+  assert_contains "$ERR" "go on:   git mullet resume $JOB"
   wait_until 10 sh -c "! pgrep -f '[${sleeper:0:1}]${sleeper:1}'"
 }
 
@@ -331,8 +333,8 @@ test_a_killed_runner_leaves_no_sandbox_and_reads_interrupted() {
   kill -KILL "$runner"
   wait_until 10 sh -c "! pgrep -f '$pattern'"
   expect_exit 1 timeout 10 git mullet wait "$JOB"
-  assert_eq "$(printf '%s\n' "$OUT" | head -n 1)" "job $JOB interrupted" "wait's summary"
-  assert_contains "$OUT" "look:    git mullet show $JOB"
+  assert_eq "$(printf '%s\n' "$ERR" | grep "^job " | head -n 1)" "job $JOB interrupted" "wait's summary"
+  assert_contains "$ERR" "look:    git mullet show $JOB"
   assert_contains "$ERR" "interrupted" "wait's error"
   expect_exit 0 git mullet show --json "$JOB"
   assert_eq "$(json_field "$OUT" state)" interrupted "state shown"

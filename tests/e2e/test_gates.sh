@@ -409,11 +409,13 @@ test_gates_from_the_repository_the_user_and_flags_all_run() {
   user_config '[[gate]]' 'name = "user-gate"' 'command = "echo USER-GATE-RAN"'
   # The worker rewrites .mullet.toml in its clone: gates come from the base.
   run_job -m "all gates" --command 'echo r >required.txt; printf "[[gate]]\nname = \"repo-gate\"\ncommand = \"exit 0\"\n" >.mullet.toml' \
-    --gate 'echo FLAG-ONE-RAN' --gate 'echo FLAG-TWO-RAN'
+    --gate 'echo FLAG-ONE-RAN' --gate 'echo FLAG-TWO-RAN; : a flag gate whose first line is longer than forty'
   assert_eq "$RUN_CODE" 0 "exit code ($(json_field "$JOB_JSON" error))"
   assert_eq "$(json_field "$JOB_JSON" state)" succeeded
+  # A gate named by its command keeps the command's whole first line.
   assert_eq "$(json_get "$JOB_JSON" '[.attempts[0].gates[] | .name]')" \
-    '["user-gate","repo-gate","echo FLAG-ONE-RAN","echo FLAG-TWO-RAN"]' "the gates that ran"
+    '["user-gate","repo-gate","echo FLAG-ONE-RAN","echo FLAG-TWO-RAN; : a flag gate whose first line is longer than forty"]' \
+    "the gates that ran"
   assert_eq "$(json_get "$JOB_JSON" '[.attempts[0].gates[] | .passed] | all')" true "verdicts"
   assert_eq "$(gate_field 0 0 output_tail)" USER-GATE-RAN
   assert_eq "$(gate_field 0 1 output_tail)" REPO-GATE-RAN

@@ -192,7 +192,7 @@ test_stop_cancels_a_run_in_the_foreground_and_a_gate() {
   local code=0
   wait "$run_pid" || code=$?
   assert_eq "$code" 1 "the cancelled run's exit code"
-  assert_contains "$(cat ../run.out)" "job $id cancelled"
+  assert_contains "$(cat ../run.err)" "job $id cancelled"
   assert_eq "$(json_get "$OUT" '.attempts[0].gates[0].ended_by')" cancelled "the gate's end"
 }
 
@@ -290,8 +290,8 @@ test_a_terminal_sees_each_phase_with_a_status_line_and_headers() {
   assert_not_contains "$ERR" "running"
   # A failed job says where to look and how to go on.
   expect_exit 1 git mullet run -m "fails" --command 'exit 3'
-  assert_contains "$OUT" "go on:   git mullet resume"
-  assert_contains "$OUT" "look:    git mullet show"
+  assert_contains "$ERR" "go on:   git mullet resume"
+  assert_contains "$ERR" "look:    git mullet show"
 }
 
 test_a_job_between_attempts_reads_running() {

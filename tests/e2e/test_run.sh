@@ -323,7 +323,10 @@ test_human_output_of_run() {
   expect_exit 0 git mullet run -q -m "quiet" --command 'echo out-line; echo x >z'
   assert_not_contains "$ERR" out-line
   expect_exit 1 git mullet run -q -m "fail" --command 'exit 4'
-  assert_matches "$OUT" '^job [0-9a-f]{10} failed' "failed run output"
+  assert_eq "$OUT" "" "a failed run's stdout"
+  assert_matches "$ERR" '^job [0-9a-f]{10} failed' "failed run output"
+  assert_contains "$ERR" "  error:   the worker failed" "the error, in the closing lines"
+  assert_contains "$ERR" "  go on:   git mullet resume" "the next step"
 }
 
 test_unreadable_files_are_not_turned_into_deletions() {

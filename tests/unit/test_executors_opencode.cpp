@@ -256,6 +256,15 @@ TEST_CASE("opencode: the verdict names what went wrong") {
     CHECK(outcome.kind == WorkerOutcome::Kind::failed);
     CHECK(outcome.error.find("blocked: no compiler here") != std::string::npos);
     CHECK(outcome.report.status == "blocked");
+    // The refused `rm a.txt` is named, and where commands are allowed.
+    CHECK(outcome.hint == "refused tool uses: bash: rm a.txt (to let the worker run a command, name it in "
+                          "[opencode] allow_bash)");
+  }
+  SUBCASE("blocked, nothing refused") {
+    auto state = state_of(session_events);
+    state.permission_denials = nlohmann::json::array();
+    state.last_text = "MULLET-RESULT {\"status\": \"blocked\", \"summary\": \"no compiler here\"}";
+    CHECK(opencode::judge(state, clean).hint.empty());
   }
   SUBCASE("endpoint unreachable") {
     const auto outcome = opencode::judge(state_of(unreachable_event), {mullet::sandbox::StopReason::exit, 1, ""});

@@ -223,3 +223,11 @@ TEST_CASE("TerminalSafeStream with colours keeps SGR sequences and nothing else"
   got += stream.finish();
   CHECK(got == "\x1b[1;32m+ok\x1b[m \\x1b[2J \\x1b]52;c;eA==\\x07 \x1b[31;1m\\x1b");
 }
+
+TEST_CASE("indent_later_lines indents every line but the first, and nothing after a last newline") {
+  CHECK(mullet::util::indent_later_lines("one", "  ") == "one");
+  CHECK(mullet::util::indent_later_lines("one\ntwo\nthree", "  ") == "one\n  two\n  three");
+  CHECK(mullet::util::indent_later_lines("one\n", "  ") == "one\n");
+  CHECK(mullet::util::indent_later_lines("\n\n", "> ") == "\n> \n");
+  CHECK(mullet::util::indent_later_lines("", "  ").empty());
+}
