@@ -37,6 +37,9 @@ test_continue_runs_a_new_attempt_from_the_last_result() {
   assert_contains "$prompt" "the work tree holds the result so far" "the new prompt"
   assert_not_contains "$(git cat-file blob "$result:prompts/0.txt")" "second line" "the first prompt"
 
+  expect_exit 0 git mullet show "$JOB"
+  assert_contains "$OUT" "continued: now add a second line" "show"
+
   # A second instruction: the first is in its prompt as already worked on.
   expect_exit 0 git mullet run --continue "${JOB:0:6}" -m "and a third" --json -q
   assert_eq "$(json_get "$OUT" '.attempts | length')" 3 "attempts after the second continue"
