@@ -3,7 +3,9 @@
 //
 // The schema is one table (config.cpp). Each key says what the repository
 // file may do with it: nothing (user-only), only narrow a list, only lower a
-// limit, or set it freely. The repository can never widen a wall.
+// limit, or set it freely. The repository can never widen a wall. One limit
+// the user may let it raise: run.attempts, up to [run] max_attempts (a higher
+// ask is capped there, with a warning in warnings()).
 #pragma once
 
 #include <cstddef>

@@ -414,6 +414,8 @@ nlohmann::json run_flags_from_json(const Reader& in, const std::string& job) {
       }
       if (key == "run.attempts") {
         kept[key] = values.integer<std::int64_t>(key, 1, 1, 1000);
+      } else if (key == "claude.model" || key == "opencode.model") {
+        kept[key] = values.line(key, config::max_model_bytes);
       } else {
         kept[key] = values.text(key, max_text_bytes);
       }
