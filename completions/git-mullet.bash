@@ -31,7 +31,7 @@ _git_mullet ()
 
 	# The value of an option given as a separate word.
 	case "$subcommand,$prev" in
-	run,-m|run,--message|run,--command|run,--setup|run,--gate|run,--title|run,--attempts|merge,--branch|wait,--timeout|stop,--timeout|list,-n|list,--max-count)
+	run,-m|run,--message|run,--command|run,--setup|run,--gate|run,--title|run,--attempts|run,--model|merge,--branch|wait,--timeout|stop,--timeout|list,-n|list,--max-count)
 		# Free text: offer nothing.
 		return ;;
 	run,-F|run,--file)
@@ -71,7 +71,7 @@ _git_mullet ()
 
 	case "$subcommand,$cur" in
 	run,-*)
-		__gitcomp "--message= --file= --base= --executor= --command= --title= --setup= --gate= --attempts= --continue= --json --dry-run --detach --quiet --help" ;;
+		__gitcomp "--message= --file= --base= --executor= --command= --title= --setup= --gate= --attempts= --model= --continue= --json --dry-run --detach --quiet --help" ;;
 	list,-*)
 		__gitcomp "--json --state= --max-count= --help" ;;
 	stop,-*)

@@ -70,10 +70,12 @@ sandbox::Check claude_check(const config::Settings& settings, const std::string&
     namespace claude = executors::claude;
     const auto binary = claude::probe_binary(
         value_or_throw(claude::resolve_binary(settings.claude.binary, util::host_path())), cache_dir);
-    const auto argv =
-        claude::build_argv(binary.flags, {claude::worker_tools(settings.claude.allow_bash), "settings.json", "{}", 0});
+    const auto argv = claude::build_argv(binary.flags, {claude::worker_tools(settings.claude.allow_bash),
+                                                        "settings.json", "{}", 0, settings.claude.model});
+    const std::string& model = settings.claude.model;
     return AgentBinaryFacts{binary.path, binary.version, argv ? std::nullopt : std::optional<Error>(argv.error()),
-                            bash_summary(settings.claude.allow_bash)};
+                            "model " + (model.empty() ? std::string("Claude Code's choice") : model) + "; " +
+                                bash_summary(settings.claude.allow_bash)};
   });
 }
 

@@ -29,6 +29,7 @@ struct RunOptions {
   std::string command;
   std::string title;
   std::string setup;
+  std::string model;
   std::string continue_job;
   std::vector<std::string> gates;
   std::int64_t attempts = not_given;
@@ -111,6 +112,15 @@ int run(const RunOptions& options) {
   if (!options.executor.empty()) config.set_from_flag("run.executor", options.executor, "--executor");
   if (!options.setup.empty()) config.set_from_flag("run.setup", options.setup, "--setup");
   if (options.attempts != not_given) config.set_from_flag("run.attempts", options.attempts, "--attempts");
+  if (!options.model.empty()) {
+    // The chosen executor's model key: [claude] model or [opencode] model.
+    const auto& executor = std::get<std::string>(config.entry("run.executor").value);
+    if (executor == "command") {
+      throw usage_error("--model: the command executor runs no model",
+                        "drop --model, or choose an agent with --executor claude or --executor opencode");
+    }
+    config.set_from_flag(executor + ".model", options.model, "--model");
+  }
   if (options.gates.size() > config::max_gates) {
     throw usage_error("--gate: at most " + std::to_string(config::max_gates) + " gates are allowed");
   }
@@ -174,6 +184,9 @@ void add_run_command(CLI::App& app, Action& chosen) {
                   "A check the result must pass (repeatable): a shell command run in the sandbox, without network, "
                   "on a fresh checkout of the result")
       ->type_name("CMD");
+  sub->add_option("--model", options->model,
+                  "The worker's model: claude's --model (an alias or a full name), opencode's provider/model")
+      ->type_name("MODEL");
   sub->add_option("--attempts", options->attempts, "Worker runs per job: a failed gate sends the worker back")
       ->type_name("N");
   auto* continued = sub->add_option("--continue", options->continue_job,
@@ -190,7 +203,7 @@ void add_run_command(CLI::App& app, Action& chosen) {
   sub->add_option(report_id_fd_option, options->report_id_fd, "The descriptor to write the job's id to")->group("");
   // A continued job keeps what it was started with.
   for (const char* name :
-       {"--base", "--executor", "--command", "--title", "--setup", "--gate", "--attempts", "--dry-run"}) {
+       {"--base", "--executor", "--command", "--title", "--setup", "--gate", "--attempts", "--model", "--dry-run"}) {
     continued->excludes(sub->get_option(name));
   }
   sub->callback([options, &chosen] { chosen = [options] { return run(*options); }; });

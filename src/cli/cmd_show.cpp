@@ -70,6 +70,15 @@ int show(const ShowOptions& options) {
   print_field(out, "executor",
               record.executor.name + (record.executor.command.empty() ? "" : ": " + record.executor.command) +
                   (record.executor.version.empty() ? "" : " (" + record.executor.version + ")"));
+  // The model asked for, and what the worker said it used when that differs.
+  const std::string& asked = record.executor.model;
+  const std::string& used = record.report.model;
+  if (!asked.empty() || !used.empty()) {
+    print_field(out, "model",
+                asked.empty()                   ? used + " (the worker's choice)"
+                : used.empty() || used == asked ? asked
+                                                : asked + " (the worker reported " + used + ")");
+  }
   print_field(out, "created", record.created_at);
   print_field(out, "finished", record.finished_at.empty() ? "-" : record.finished_at);
   if (!record.error.empty()) print_field(out, "error", record.error);

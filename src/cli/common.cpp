@@ -5,6 +5,8 @@
 #include <climits>
 #include <iostream>
 
+#include <spdlog/spdlog.h>
+
 #include "jobs/liveness.hpp"
 #include "jobs/resume.hpp"
 #include "jobs/run_flags.hpp"
@@ -26,6 +28,8 @@ config::Config load_config(const git::Repository* repo, const std::optional<git_
   auto problems = files.user_problems;
   problems.insert(problems.end(), files.repo_problems.begin(), files.repo_problems.end());
   config::throw_if_problems(problems);
+  // Said before the job starts: a repository asked for more than you allow.
+  for (const auto& warning : files.config.warnings()) spdlog::warn("{}", warning);
   return std::move(files.config);
 }
 

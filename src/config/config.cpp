@@ -104,6 +104,31 @@ const std::vector<std::string>* choices_of(std::string_view key) {
   return nullptr;
 }
 
+// The user-only key that lets a repository raise a lower_only key up to its
+// value (0: only lower it); null for keys without one.
+const char* raise_cap_of(std::string_view key) {
+  if (key == "run.attempts") return "run.max_attempts";
+  return nullptr;
+}
+
+// "run.max_attempts" as a person finds it in a file: "[run] max_attempts".
+std::string key_name(std::string_view key) {
+  const auto dot = key.find('.');
+  return "[" + std::string(key.substr(0, dot)) + "] " + std::string(key.substr(dot + 1));
+}
+
+// What a repository may raise `key` to over `yours` when the user set its
+// cap (non-zero): the cap, or yours when that is higher; nullopt without a
+// cap (then the key's rule alone applies).
+std::optional<Value> raise_ceiling(std::string_view key, const Value& yours,
+                                   const std::map<std::string, Entry>& entries) {
+  const char* cap_key = raise_cap_of(key);
+  if (cap_key == nullptr) return std::nullopt;
+  const auto cap = std::get<std::int64_t>(entries.at(cap_key).value);
+  if (cap == 0) return std::nullopt;
+  return std::max(cap, std::get<std::int64_t>(yours));
+}
+
 std::size_t choice_index(const std::vector<std::string>& choices, const std::string& word) {
   return static_cast<std::size_t>(std::find(choices.begin(), choices.end(), word) - choices.begin());
 }
@@ -164,6 +189,9 @@ const std::vector<KeySpec>& schema() {
        "the [[credential]] the worker's API requests carry (empty: ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or "
        "CLAUDE_CODE_OAUTH_TOKEN from git-mullet's environment)",
        [](Settings& settings, const Value& value) { settings.claude.credential = text_of(value); }},
+      {"claude.model", Kind::string, RepoRule::user_only, std::string(), text(max_model_bytes),
+       "the Claude Code worker's model, as its --model takes it (empty: Claude Code chooses)",
+       [](Settings& settings, const Value& value) { settings.claude.model = text_of(value); }},
       {"claude.allow_bash", Kind::list, RepoRule::narrow_list, std::vector<std::string>{},
        items(list_items, name_bytes), "Bash command patterns the worker may run",
        [](Settings& settings, const Value& value) { settings.claude.allow_bash = list_of(value); }},
@@ -171,7 +199,7 @@ const std::vector<KeySpec>& schema() {
        "the opencode binary",
        [](Settings& settings, const Value& value) { settings.opencode.binary = text_of(value); }},
       {"opencode.model", Kind::string, RepoRule::user_only, std::string("anthropic/claude-sonnet-4-5"),
-       text(name_bytes), "the opencode worker's model, as provider/model",
+       text(max_model_bytes), "the opencode worker's model, as provider/model",
        [](Settings& settings, const Value& value) { settings.opencode.model = text_of(value); }},
       {"opencode.credential", Kind::string, RepoRule::user_only, std::string(), text(name_bytes),
        "the [[credential]] the opencode worker's API requests carry (empty: ANTHROPIC_API_KEY for the anthropic "
@@ -184,6 +212,9 @@ const std::vector<KeySpec>& schema() {
       {"run.attempts", Kind::integer, RepoRule::lower_only, std::int64_t{1}, between(1, 100),
        "worker runs per job: a failed gate sends the worker back while attempts remain",
        [](Settings& settings, const Value& value) { settings.run.attempts = integer_of<int>(value); }},
+      {"run.max_attempts", Kind::integer, RepoRule::user_only, std::int64_t{0}, between(0, 100),
+       "how high the repository's .mullet.toml may set attempts (0: it may only lower them); higher is capped here",
+       [](Settings& settings, const Value& value) { settings.run.max_attempts = integer_of<int>(value); }},
       {"run.max_parallel", Kind::integer, RepoRule::user_only, std::int64_t{0}, between(0, 1024),
        "jobs that may run at once in one repository (0: no cap); more wait for a slot",
        [](Settings& settings, const Value& value) { settings.run.max_parallel = integer_of<int>(value); }},
@@ -373,6 +404,9 @@ std::string validate(const KeySpec& spec, const Value& value) {
     if (choice_index(*choices, word) == choices->size()) {
       return "must be one of " + util::join(*choices, ", ") + " (not '" + word + "')";
     }
+  }
+  if (key == "claude.model" || key == "opencode.model") {
+    if (auto message = check_model_name(std::get<std::string>(value)); !message.empty()) return message;
   }
   if (key == "run.executor") {
     const auto& name = std::get<std::string>(value);
@@ -659,7 +693,10 @@ std::vector<std::string> repository_widens(const KeySpec& spec, const Value& val
     }
     case RepoRule::lower_only:
       if (numeric(value) > numeric(yours)) {
-        return {"may only lower this limit (yours is " + format_value(yours) + ")"};
+        const char* cap = raise_cap_of(key);
+        return {"may only lower this limit (yours is " + format_value(yours) + ")" +
+                (cap == nullptr ? std::string()
+                                : "; your user config's " + key_name(cap) + " may let a repository raise it")};
       }
       return {};
   }
@@ -754,14 +791,25 @@ std::vector<Problem> Config::merge_toml(const std::string& text, const std::stri
         continue;
       }
       Entry& current = m_entries[key];
+      std::string origin = location(file_label, value_node);
       if (from_repo) {
-        const auto refusals = repository_widens(*spec, *value, current.value);
+        // Up to the user's cap, a repository may raise what it may otherwise
+        // only lower; above it, it gets the cap.
+        const auto ceiling = raise_ceiling(key, current.value, m_entries);
+        if (ceiling && numeric(*value) > numeric(*ceiling)) {
+          const std::string cap_name = key_name(raise_cap_of(key));
+          m_warnings.push_back(where + ": the repository's .mullet.toml asks for " + format_value(*value) + "; your " +
+                               cap_name + " caps it at " + format_value(*ceiling));
+          origin += " (asks " + format_value(*value) + "; capped by your " + cap_name + ")";
+          value = *ceiling;
+        }
+        const auto refusals = repository_widens(*spec, *value, ceiling.value_or(current.value));
         for (const auto& why : refusals) {
           problems.push_back({ExitCode::refused, where + ": the repository's .mullet.toml " + why});
         }
         if (!refusals.empty()) continue;
       }
-      current = Entry{*value, source, location(file_label, value_node)};
+      current = Entry{*value, source, origin};
     }
   }
   return problems;
@@ -939,6 +987,31 @@ void merge_credentials(const toml::node& section, const std::string& file_label,
 }
 
 }  // namespace
+
+bool is_user_only(std::string_view key) {
+  const auto& keys = schema();
+  return std::any_of(keys.begin(), keys.end(),
+                     [&](const KeySpec& spec) { return spec.key == key && spec.repo_rule == RepoRule::user_only; });
+}
+
+std::vector<std::string> user_only_keys() {
+  std::vector<std::string> keys;
+  for (const auto& spec : schema()) {
+    if (spec.repo_rule == RepoRule::user_only) keys.emplace_back(spec.key);
+  }
+  return keys;
+}
+
+std::string check_model_name(std::string_view name) {
+  if (name.size() > max_model_bytes) {
+    return "is " + std::to_string(name.size()) + " bytes long; at most " + std::to_string(max_model_bytes) +
+           " are allowed";
+  }
+  if (!name.empty() && name.front() == '-') return "may not start with '-' (it would read as an option)";
+  const bool printable = std::all_of(name.begin(), name.end(), [](char c) { return c > ' ' && c < '\x7f'; });
+  if (!printable) return "must be printable ASCII, without spaces";
+  return {};
+}
 
 std::string default_gate_name(const std::string& command) {
   return util::first_line(command, 256);

@@ -3,7 +3,9 @@
 //
 // The schema is one table (config.cpp). Each key says what the repository
 // file may do with it: nothing (user-only), only narrow a list, only lower a
-// limit, or set it freely. The repository can never widen a wall.
+// limit, or set it freely. The repository can never widen a wall. One limit
+// the user may let it raise: run.attempts, up to [run] max_attempts (a higher
+// ask is capped there, with a warning in warnings()).
 #pragma once
 
 #include <cstddef>
@@ -43,6 +45,19 @@ std::string check_gate(const Gate& gate);
 // a gate is shown for people, it is cut to fit there.
 std::string default_gate_name(const std::string& command);
 
+// A worker's model name ([claude] model, [opencode] model, run --model): it
+// lands on a command line and in a configuration file, so at most
+// max_model_bytes of printable ASCII without spaces, not starting with '-'.
+// A message, or empty when it may be used (the empty name too).
+inline constexpr std::size_t max_model_bytes = 256;
+std::string check_model_name(std::string_view name);
+
+// Whether only the user's own configuration (or a flag) may set `key`: the
+// schema's user-only keys, which a repository's file may not set and a
+// fetched record's flags may not replay. False for an unknown key.
+bool is_user_only(std::string_view key);
+std::vector<std::string> user_only_keys();
+
 // Claude Code's credential variables: never let into a sandbox ([sandbox]
 // env refuses them); the credential endpoint uses them from our environment.
 bool is_api_credential_name(std::string_view name);
@@ -68,6 +83,9 @@ class Config {
   const std::map<std::string, Entry>& entries() const { return m_entries; }
   const std::vector<Gate>& gates() const { return m_gates; }
   const std::vector<Credential>& credentials() const { return m_credentials; }
+  // What merging changed rather than refused (a repository's attempts capped
+  // by [run] max_attempts), one message each, for the caller to show.
+  const std::vector<std::string>& warnings() const { return m_warnings; }
 
   // Merges one TOML document. `file_label` names it in messages. Returns every
   // problem found (too large or too deeply nested, unknown keys, wrong types,
@@ -86,6 +104,7 @@ class Config {
   std::map<std::string, Entry> m_entries;
   std::vector<Gate> m_gates;
   std::vector<Credential> m_credentials;
+  std::vector<std::string> m_warnings;
 };
 
 // Throws one Error listing every problem (exit code: refused if any problem

@@ -44,6 +44,7 @@ struct RunSettings {
   std::vector<std::string> dependency_dirs;
   int attempts = 0;
   int max_parallel = 0;  // 0: no cap
+  int max_attempts = 0;  // how high a repository may set attempts; 0: it may only lower them
   // [run] notify: argv of the user's program told when a job ends; empty: none.
   std::vector<std::string> notify;
   bool operator==(const RunSettings&) const = default;
@@ -89,6 +90,7 @@ struct ClaudeSettings {
   std::string base_url;
   std::vector<std::string> allow_bash;
   std::string credential;  // a [[credential]]'s name; empty: the host's ANTHROPIC_* variables
+  std::string model;       // Claude Code's --model; empty: Claude Code chooses
   bool operator==(const ClaudeSettings&) const = default;
 };
 

@@ -123,7 +123,8 @@ WorkerSpec ClaudeExecutor::prepare(const TaskContext& task) const {
       // No --max-budget-usd: Claude Code prices by the model it asked for,
       // the credential endpoint by what the API reports it used, and the
       // endpoint's figure is the one the job is charged and stopped by.
-      claude::build_argv(binary.flags, {spec.tools, settings_path, claude::result_schema().dump(), 0}));
+      claude::build_argv(binary.flags,
+                         {spec.tools, settings_path, claude::result_schema().dump(), 0, settings.claude.model}));
   spec.files.push_back(
       {claude::settings_name, claude::build_settings({settings.claude.allow_bash, settings.run.dependency_dirs,
                                                       sandbox::inside::work_tree, sandbox::inside::home})
@@ -146,7 +147,7 @@ WorkerSpec ClaudeExecutor::prepare(const TaskContext& task) const {
   };
   spec.stdin_data = claude::build_prompt({task.prompt, settings.claude.allow_bash, sandbox::inside::work_tree});
   spec.structured_stdout = true;
-  spec.record = {"claude", binary.path, binary.version};
+  spec.record = {"claude", binary.path, binary.version, settings.claude.model};
   return spec;
 }
 

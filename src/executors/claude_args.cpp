@@ -93,6 +93,17 @@ Result<std::vector<std::string>> build_argv(const std::set<std::string>& availab
   }
   // The design asks for --restricted; no released version has it yet.
   if (available.count("--restricted") != 0) argv.emplace_back("--restricted");
+  if (!options.model.empty()) {
+    if (available.count("--model") == 0) {
+      return fail(
+          refused_error("the installed Claude Code has no --model option, so [claude] model (or --model) "
+                        "cannot choose its model; nothing was run",
+                        "install a Claude Code version that has it, or leave the model to Claude Code"));
+    }
+    // A flag's value follows it as its own argument; the name was checked
+    // (config::check_model_name: no leading '-', printable) when it was set.
+    argv.insert(argv.end(), {"--model", options.model});
+  }
   if (options.max_budget_usd > 0 && available.count("--max-budget-usd") != 0) {
     argv.emplace_back("--max-budget-usd");
     argv.push_back(util::format_decimal(options.max_budget_usd));

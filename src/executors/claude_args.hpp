@@ -44,6 +44,7 @@ struct ArgvOptions {
   std::string settings_path;       // inside the sandbox
   std::string result_schema;       // JSON text
   double max_budget_usd = 0;       // 0: no cap
+  std::string model;               // --model; empty: Claude Code chooses
 };
 
 // The worker's argv. A flag we rely on that `available` lacks is a refusal

@@ -16,7 +16,7 @@ WorkerSpec CommandExecutor::prepare(const TaskContext& task) const {
   // kernel's limit for one environment string (128 KiB) with room to spare.
   if (task.prompt.size() <= max_prompt_in_env) spec.env["MULLET_PROMPT"] = task.prompt;
   spec.stdin_data = task.prompt;
-  spec.record = {"command", command, ""};
+  spec.record = {"command", command, "", ""};
   return spec;
 }
 

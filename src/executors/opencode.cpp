@@ -122,7 +122,7 @@ WorkerSpec OpencodeExecutor::prepare(const TaskContext& task) const {
   spec.structured_stdout = true;
   // opencode has no init event to check: it prints what it resolved instead.
   spec.preflight_command = opencode::debug_config_argv();
-  spec.record = {"opencode", binary.path, binary.version};
+  spec.record = {"opencode", binary.path, binary.version, settings.opencode.model};
   return spec;
 }
 

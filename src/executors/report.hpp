@@ -14,6 +14,10 @@ struct ExecutorRecord {
   std::string name;     // command, claude
   std::string command;  // what ran, for the command executor
   std::string version;  // the worker binary's version, when it has one
+  // The model the worker was asked to use ([claude] model, [opencode] model,
+  // run --model); empty when its CLI chose. What the worker says it used is
+  // WorkerReport::model.
+  std::string model;
 };
 
 // What the worker itself said about its run, when its executor can tell

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "config/config.hpp"
 #include "jobs/id.hpp"
 #include "util/strings.hpp"
 
@@ -416,6 +417,8 @@ nlohmann::json run_flags_from_json(const Reader& in, const std::string& job) {
       }
       if (key == "run.attempts") {
         kept[key] = values.integer<std::int64_t>(key, 1, 1, 1000);
+      } else if (key == "claude.model" || key == "opencode.model") {
+        kept[key] = values.line(key, config::max_model_bytes);
       } else {
         kept[key] = values.text(key, max_text_bytes);
       }
@@ -529,6 +532,7 @@ nlohmann::json to_json(const JobRecord& record) {
       {"executor", record.executor.name},
       {"executor_command", null_if_empty(record.executor.command)},
       {"executor_version", null_if_empty(record.executor.version, false)},
+      {"executor_model", null_if_empty(record.executor.model, false)},
       {"sequence", record.sequence},
       {"created_at", record.created_at},
       {"finished_at", null_if_empty(record.finished_at)},
@@ -576,7 +580,8 @@ DamagedRecord::DamagedRecord(std::string job, std::string field, std::string pro
       m_problem(std::move(problem)) {}
 
 const std::vector<std::string>& replayable_run_flags() {
-  static const std::vector<std::string> keys = {"run.command", "run.executor", "run.setup", "run.attempts"};
+  static const std::vector<std::string> keys = {"run.command",  "run.executor", "run.setup",
+                                                "run.attempts", "claude.model", "opencode.model"};
   return keys;
 }
 
@@ -607,6 +612,7 @@ JobRecord record_from_json(const nlohmann::json& json, const std::string& job) {
   record.executor.name = one_of(in, "executor", {"claude", "opencode", "command"});
   record.executor.command = in.text("executor_command", max_text_bytes);
   record.executor.version = in.line("executor_version", max_name_bytes);
+  record.executor.model = in.line("executor_model", config::max_model_bytes);
   in.array("phases", [&](const nlohmann::json& item, const std::string& name) {
     record.phases.push_back(phase_from_json(Reader(item, name, job), job));
   });

@@ -10,6 +10,15 @@ namespace {
 constexpr const char* local_run_flags_file = "run-flags.json";
 constexpr std::size_t local_run_flags_max_bytes = 1U << 20U;
 
+// Whether a recorded flag's value is what the configuration already holds.
+bool same_value(const nlohmann::json& recorded, const config::Value& value) {
+  if (const auto* text = std::get_if<std::string>(&value)) return recorded.is_string() && recorded == *text;
+  if (const auto* number = std::get_if<std::int64_t>(&value)) {
+    return recorded.is_number_integer() && recorded.get<std::int64_t>() == *number;
+  }
+  return false;
+}
+
 }  // namespace
 
 nlohmann::json run_flags_json(const config::Config& config, const std::vector<config::Gate>& gates) {
@@ -38,8 +47,7 @@ std::vector<config::Gate> restore_run_flags(const JobRecord& record, config::Con
       const bool started_here_with_it = local_run_flags && local_run_flags->contains("config") &&
                                         (*local_run_flags)["config"].is_object() &&
                                         (*local_run_flags)["config"].value(key, nlohmann::json()) == value;
-      if ((key == "run.command" || key == "run.executor") && value.is_string() && !started_here_with_it &&
-          value.get<std::string>() != std::get<std::string>(config.entry(key).value)) {
+      if (config::is_user_only(key) && !started_here_with_it && !same_value(value, config.entry(key).value)) {
         throw usage_error(
             "job " + record.id + "'s record asks resume to set " + key + ", which only your own configuration may set",
             "if you started it with that " + key + ", set it in your config file and resume again");

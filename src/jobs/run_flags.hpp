@@ -20,11 +20,11 @@ nlohmann::json run_flags_json(const config::Config& config, const std::vector<co
 
 // What the job's own command line added to the configuration (its command,
 // setup, attempts...), applied again to `config`; returns its --gate gates.
-// The record may have been fetched: run.command and run.executor, which only
-// the user's configuration chooses, are replayed only when this machine
-// started the job with them (`local_run_flags`, kept in the job's private
-// scratch directory, which no fetch brings) or `config` already has the same
-// value; otherwise a usage error. The record cannot hold other keys.
+// The record may have been fetched: a key only the user's configuration
+// chooses (config::is_user_only: run.command, run.executor, the models...) is
+// replayed only when this machine started the job with it (`local_run_flags`,
+// kept in the job's private scratch directory, which no fetch brings) or
+// `config` already has the same value; otherwise a usage error.
 std::vector<config::Gate> restore_run_flags(const JobRecord& record, config::Config& config,
                                             const std::optional<nlohmann::json>& local_run_flags);
 

@@ -155,6 +155,15 @@ test_usage_mistakes() {
   # No command for the command executor.
   refused_cleanly 2 git mullet run -m task --executor command
   assert_clear_error
+  # The command executor runs no model; a model name is no option.
+  refused_cleanly 2 git mullet run -m task --command true --model sonnet
+  assert_clear_error
+  assert_contains "$ERR" "--model: the command executor runs no model"
+  refused_cleanly 2 git mullet run -m task --model=--settings=/tmp/evil
+  assert_clear_error
+  assert_contains "$ERR" "may not start with '-'"
+  refused_cleanly 2 git mullet run -m task --executor opencode --model $'a\x1b]0;x\x07b'
+  assert_contains "$ERR" "printable ASCII"
   assert_absent .git/mullet
 }
 
@@ -272,6 +281,9 @@ test_repository_file_may_not_widen_a_wall() {
     $'[run]\ncommand = "touch ran"\n' \
     $'[claude]\nbinary = "/tmp/evil"\n' \
     $'[claude]\nbase_url = "http://evil.example"\n' \
+    $'[claude]\nmodel = "claude-opus-4-1"\n' \
+    $'[opencode]\nmodel = "anthropic/claude-opus-4-1"\n' \
+    $'[run]\nmax_attempts = 100\n' \
     $'[sandbox]\nuid = 1000\n' \
     $'[sandbox]\nenv = ["MULLET_T_FOO", "AWS_SECRET_ACCESS_KEY"]\n' \
     $'[network]\nworker = ["evil.example:443"]\n' \

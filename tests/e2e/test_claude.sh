@@ -558,4 +558,53 @@ echo '$result'"
   assert_eq "$(messages_requests)" 0 "requests to the API"
 }
 
+# main_models: the models the main turns (requests that offer tools, not
+# Claude Code's side requests such as session titles) asked the API for.
+main_models() {
+  jq -r 'select(.path | test("^/v1/messages(\\?|$)")) | select((.body.tools // []) | length > 0) | .body.model' \
+    "$API_LOG" | sort -u | tr '\n' ' '
+}
+
+test_the_model_asked_for_reaches_the_api_and_the_record() {
+  scratch
+  new_repo repo
+  cd repo
+  # No model: Claude Code chooses, and the record says nobody asked.
+  start_api "$(script "$(done_turn "nothing to change")")"
+  claude_config ""
+  timed_job -m "Change nothing"
+  expect_job 0
+  local default_model
+  default_model="$(main_models)"
+  [ -n "$default_model" ] || fail "no main turn in the API log"
+  assert_eq "$(json_field "$JOB_JSON" executor_model)" null "executor_model without a model"
+  expect_exit 0 git mullet show "$JOB"
+  assert_contains "$OUT" "(the worker's choice)" "show"
+
+  # [claude] model: it reaches the API as the model of every main turn.
+  start_api "$(script "$(done_turn "nothing to change")")"
+  claude_config ""
+  sed -i 's/^\[claude\]$/[claude]\nmodel = "claude-sonnet-4-5-20250929"/' "$S/config.toml"
+  timed_job -m "Change nothing"
+  expect_job 0
+  assert_eq "$(main_models)" "claude-sonnet-4-5-20250929 " "the model of the main turns"
+  assert_eq "$(json_field "$JOB_JSON" executor_model)" claude-sonnet-4-5-20250929 "executor_model"
+  assert_eq "$(json_get "$JOB_JSON" .report.model)" claude-sonnet-4-5-20250929 "the model init reported"
+  expect_exit 0 git mullet config
+  assert_contains "$OUT" "model = 'claude-sonnet-4-5-20250929'  # $S/config.toml:" "config"
+
+  # --model wins over the file, and the job records it for resume.
+  start_api "$(script "$(done_turn "nothing to change")")"
+  claude_config ""
+  sed -i 's/^\[claude\]$/[claude]\nmodel = "claude-sonnet-4-5-20250929"/' "$S/config.toml"
+  timed_job -m "Change nothing" --model claude-haiku-4-5-20251001
+  expect_job 0
+  assert_eq "$(main_models)" "claude-haiku-4-5-20251001 " "the model of the main turns with --model"
+  assert_eq "$(json_field "$JOB_JSON" executor_model)" claude-haiku-4-5-20251001 "executor_model with --model"
+  assert_eq "$(json_get "$JOB_JSON" '.run_flags.config["claude.model"]')" claude-haiku-4-5-20251001 "run_flags"
+  expect_exit 0 git mullet show "$JOB"
+  assert_matches "$OUT" "model +claude-haiku-4-5-20251001" "show"
+  echo "    (default model: $default_model)"
+}
+
 run_tests

@@ -106,7 +106,7 @@ test_continue_refuses_what_it_cannot_take() {
   assert_contains "$ERR" "no task given"
   # What would change the job is not taken with it, each flag named.
   for flag in "--base HEAD" "--executor command" "--command true" "--title x" "--setup true" "--gate true" \
-    "--attempts 2" "--dry-run"; do
+    "--attempts 2" "--model sonnet" "--dry-run"; do
     # shellcheck disable=SC2086
     expect_exit 2 git mullet run --continue "$JOB" -m "x" $flag
     assert_contains "$ERR" "${flag%% *}" "the refusal of $flag"

@@ -398,6 +398,48 @@ echo README: $(cat README)
   return 0
 }
 
+# A project asks for one retry on failing tests in its .mullet.toml; the
+# user's [run] max_attempts decides how far a repository may raise attempts.
+test_a_repository_asks_for_a_retry_up_to_the_users_cap() {
+  new_repo repo
+  cd repo
+  printf "[run]\nattempts = 2\n\n[[gate]]\nname = \"tests\"\ncommand = '%s'\n" "$COUNTER_GATE" >.mullet.toml
+  git add .mullet.toml
+  git commit -qm "one retry when the tests fail"
+  # No cap (the default): a repository may only lower attempts; the job is
+  # refused before it exists, the error naming the key that would allow it.
+  user_config '# no max_attempts'
+  refused_cleanly 3 git mullet run -q -m "count" --command "$COUNTING_WORKER"
+  assert_contains "$ERR" "run.attempts: the repository's .mullet.toml may only lower this limit (yours is 1)"
+  assert_contains "$ERR" "[run] max_attempts"
+
+  # Cap 3: the repository's 2 stands; the gate fails the first time, so two
+  # attempts ran and the job succeeded.
+  user_config '[run]' 'max_attempts = 3'
+  run_job -m "count" --command "$COUNTING_WORKER"
+  assert_eq "$RUN_CODE" 0 "exit code ($(json_field "$JOB_JSON" error))"
+  assert_eq "$(json_field "$JOB_JSON" state)" succeeded
+  assert_eq "$(json_get "$JOB_JSON" '[.attempts[].number]')" '[1,2]' "attempts"
+  assert_eq "$(json_get "$JOB_JSON" '[.attempts[].gates[0].passed]')" '[false,true]' "the gate's verdicts"
+  assert_eq "$(result_file counter)" 2 "worker runs"
+  expect_exit 0 git mullet config
+  assert_matches "$OUT" 'attempts = 2  # \.mullet\.toml@[0-9a-f]+:2' "config"
+  assert_contains "$OUT" "max_attempts = 3  # $USER_CONFIG:2" "config"
+
+  # Asking for more than the cap gets the cap, with a warning; the gate
+  # never passes here, so every allowed attempt runs.
+  printf "[run]\nattempts = 5\n\n[[gate]]\nname = \"tests\"\ncommand = 'exit 7'\n" >.mullet.toml
+  git commit -qam "four retries"
+  expect_exit 1 git mullet run --json -m "count again" --command "$COUNTING_WORKER"
+  assert_eq "$(json_get "$OUT" '.attempts | length')" 3 "attempts, capped"
+  assert_contains "$ERR" "run.attempts: the repository's .mullet.toml asks for 5; your [run] max_attempts caps it at 3"
+  expect_exit 0 git mullet config
+  assert_contains "$OUT" "(asks 5; capped by your [run] max_attempts)" "config"
+  # The cap is the repository's only: --attempts is yours.
+  expect_exit 1 git mullet run --json -m "count more" --attempts 4 --command "$COUNTING_WORKER"
+  assert_eq "$(json_get "$OUT" '.attempts | length')" 4 "attempts from --attempts"
+}
+
 test_gates_from_the_repository_the_user_and_flags_all_run() {
   new_repo repo
   cd repo

@@ -398,4 +398,28 @@ EOF2
   if LC_ALL=C grep -q $'evil\rOVERWRITE' "$S/err.txt"; then fail "a bare CR reached the terminal"; fi
 }
 
+test_the_model_asked_for_reaches_the_api_and_the_record() {
+  scratch
+  start_openai_api "$(oc_script "$(oc_done_turn "nothing to change")")"
+  opencode_config ""
+  new_repo repo
+  cd repo
+  # [opencode] model is local/test-model; --model replaces it, provider and all.
+  run_job -m "Change nothing" --model local/other-model-7
+  expect_job 0
+  assert_eq "$(jq -r 'select(.path == "/v1/chat/completions") | .body.model' "$API_LOG" | sort -u)" other-model-7 \
+    "the model every request asked for"
+  assert_eq "$(json_field "$JOB_JSON" executor_model)" local/other-model-7 "executor_model"
+  assert_eq "$(json_get "$JOB_JSON" '.run_flags.config["opencode.model"]')" local/other-model-7 "run_flags"
+  # Without --model: the configured one.
+  : >"$API_LOG"
+  run_job -m "Change nothing"
+  expect_job 0
+  assert_eq "$(jq -r 'select(.path == "/v1/chat/completions") | .body.model' "$API_LOG" | sort -u)" test-model \
+    "the configured model"
+  assert_eq "$(json_field "$JOB_JSON" executor_model)" local/test-model "executor_model"
+  expect_exit 0 git mullet show "$JOB"
+  assert_matches "$OUT" "model +local/test-model" "show"
+}
+
 run_tests

@@ -231,6 +231,17 @@ test_run_flags_cannot_set_user_only_keys_for_resume() {
   assert_eq "$(git mullet show --json "$JOB" | jq -r .state)" failed "the job after the refused resume"
   sec_assert_same "the user's repository" "$before" "$(sec_repo_state)"
   assert_absent "$pwned"
+  # Every user-only key a record may hold is refused alike: a forged model
+  # would choose what the job spends.
+  for flag in "'claude.model': 'claude-opus-4-1'" "'opencode.model': 'anthropic/claude-opus-4-1'" \
+    "'run.executor': 'claude'"; do
+    forge "$JOB" "r['state'] = 'failed'; r['run_flags'] = {'config': {$flag}, 'gates': []}"
+    expect_exit 2 timeout 60 git mullet resume -q "$JOB"
+    assert_clear_error
+    local key="${flag%%\'\:*}"
+    assert_contains "$ERR" "asks resume to set ${key#\'}, which only your own configuration may set" "resume's refusal"
+    assert_eq "$(git mullet show --json "$JOB" | jq -r .state)" failed "the job after the refused resume"
+  done
   for flag in "'network.worker': ['*']" "'sandbox.uid': 0" "'claude.binary': '/bin/sh'" "'limits.timeout': 99999"; do
     forge "$JOB" "r['state'] = 'failed'; r['run_flags'] = {'config': {$flag}, 'gates': []}"
     local key="${flag%%\'\:*}"

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -89,7 +90,7 @@ TEST_CASE("a new Config holds the built-in defaults") {
   CHECK(settings.run.setup.empty());
   CHECK(settings.run.dependency_dirs == std::vector<std::string>{"node_modules", "vendor", ".venv", "target", "build"});
   CHECK(settings.sandbox.history == History::base);
-  CHECK(config.entries().size() == 32);
+  CHECK(config.entries().size() == 34);
   for (const auto& [key, entry] : config.entries()) {
     INFO(key);
     CHECK(entry.source == Source::built_in);
@@ -635,11 +636,11 @@ struct IntegerRange {
 // Every integer key and its documented range (README, man page).
 const std::vector<IntegerRange>& integer_ranges() {
   static const std::vector<IntegerRange> ranges = {
-      {"sandbox.uid", 1, 4294967294},      {"sandbox.uid_count", 1, 1048576}, {"run.attempts", 1, 100},
-      {"run.max_parallel", 0, 1024},       {"limits.timeout", 1, 2592000},    {"limits.job_timeout", 1, 2592000},
-      {"limits.gate_timeout", 1, 2592000}, {"limits.turns", 1, 1000000},      {"limits.inactivity", 1, 2592000},
-      {"limits.memory_mb", 1, 1048576},    {"limits.processes", 1, 1048576},  {"limits.disk_mb", 1, 1048576},
-      {"limits.file_mb", 1, 1048576},      {"limits.egress_mb", 1, 1048576},
+      {"sandbox.uid", 1, 4294967294},     {"sandbox.uid_count", 1, 1048576},   {"run.attempts", 1, 100},
+      {"run.max_parallel", 0, 1024},      {"run.max_attempts", 0, 100},        {"limits.timeout", 1, 2592000},
+      {"limits.job_timeout", 1, 2592000}, {"limits.gate_timeout", 1, 2592000}, {"limits.turns", 1, 1000000},
+      {"limits.inactivity", 1, 2592000},  {"limits.memory_mb", 1, 1048576},    {"limits.processes", 1, 1048576},
+      {"limits.disk_mb", 1, 1048576},     {"limits.file_mb", 1, 1048576},      {"limits.egress_mb", 1, 1048576},
   };
   return ranges;
 }
@@ -647,9 +648,9 @@ const std::vector<IntegerRange>& integer_ranges() {
 // Every string key and its cap in bytes.
 const std::vector<std::pair<const char*, std::size_t>>& string_caps() {
   static const std::vector<std::pair<const char*, std::size_t>> caps = {
-      {"run.executor", 4096},    {"run.command", 65536},        {"run.setup", 65536},      {"claude.binary", 4096},
-      {"claude.base_url", 4096}, {"claude.credential", 4096},   {"sandbox.history", 4096}, {"opencode.binary", 4096},
-      {"opencode.model", 4096},  {"opencode.credential", 4096},
+      {"run.executor", 4096},    {"run.command", 65536},      {"run.setup", 65536},          {"claude.binary", 4096},
+      {"claude.base_url", 4096}, {"claude.credential", 4096}, {"sandbox.history", 4096},     {"opencode.binary", 4096},
+      {"opencode.model", 256},   {"claude.model", 256},       {"opencode.credential", 4096},
   };
   return caps;
 }
@@ -1053,5 +1054,105 @@ TEST_CASE("[sandbox] env may not let Claude Code's credential variables in") {
     expect_one_usage_problem("[sandbox]\nenv = [\"GOFLAGS\", \"" + std::string(name) + "\"]\n",
                              {"sandbox.env", name, "credential endpoint"});
     CHECK_THROWS_AS(Config().set_from_flag("sandbox.env", Strings{name}, "--flag"), Error);
+  }
+}
+
+TEST_CASE("a model name is printable ASCII without spaces, not an option, at most 256 bytes") {
+  using mullet::config::check_model_name;
+  for (const char* good : {"", "sonnet", "claude-opus-4-1-20250805", "anthropic/claude-sonnet-4-5",
+                           "openrouter/meta-llama/llama-3.1-70b:free", "us.anthropic.claude-3-5-sonnet-v2:0"}) {
+    INFO(good);
+    CHECK(check_model_name(good).empty());
+    CHECK_NOTHROW(Config().set_from_flag("claude.model", std::string(good), "--model"));
+  }
+  CHECK(contains(check_model_name("-p"), "may not start with '-'"));
+  CHECK(contains(check_model_name("--settings=/tmp/x"), "may not start with '-'"));
+  for (const std::string& bad : Strings{"a b", "a\tb", "a\nb", "a\x1b[2Jb", "caf\xc3\xa9"}) {
+    CHECK(contains(check_model_name(bad), "printable ASCII"));
+    CHECK_THROWS_AS(Config().set_from_flag("opencode.model", bad, "--model"), Error);
+  }
+  CHECK(contains(check_model_name(std::string(257, 'm')), "at most 256"));
+  expect_one_usage_problem("[claude]\nmodel = \"-x\"\n", {"user.toml:2", "claude.model", "may not start with '-'"});
+  expect_one_usage_problem("[opencode]\nmodel = \"a b\"\n", {"user.toml:2", "opencode.model", "printable"});
+}
+
+TEST_CASE("the repository file may set no user-only key, each refused by name") {
+  const Config defaults;
+  const auto keys = mullet::config::user_only_keys();
+  CHECK(std::find(keys.begin(), keys.end(), "claude.model") != keys.end());
+  CHECK(std::find(keys.begin(), keys.end(), "opencode.model") != keys.end());
+  CHECK(std::find(keys.begin(), keys.end(), "run.max_attempts") != keys.end());
+  for (const auto& key : keys) {
+    INFO("key: " << key);
+    CHECK(mullet::config::is_user_only(key));
+    // Even the value the user already has: the repository may not name it.
+    const auto& value = defaults.entry(key).value;
+    std::string text = "[]";
+    if (const auto* word = std::get_if<std::string>(&value)) text = quoted(*word);
+    if (const auto* number = std::get_if<std::int64_t>(&value)) text = std::to_string(*number);
+    Config config;
+    const auto problems = merge_repo(config, toml_line(key, text));
+    INFO(messages(problems));
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].severity == ExitCode::refused);
+    CHECK(contains(problems[0].message, key + ": the repository's .mullet.toml may not set this"));
+    CHECK(config.entry(key).source == Source::built_in);
+  }
+  CHECK_FALSE(mullet::config::is_user_only("run.attempts"));
+  CHECK_FALSE(mullet::config::is_user_only("no.such_key"));
+}
+
+TEST_CASE("[run] max_attempts lets the repository file raise attempts up to it") {
+  Config config;
+  SUBCASE("cap 0 (the default): the repository may only lower attempts") {
+    const auto problems = merge_repo(config, "[run]\nattempts = 2\n");
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].severity == ExitCode::refused);
+    CHECK(contains(problems[0].message, "may only lower this limit (yours is 1)"));
+    CHECK(contains(problems[0].message, "your user config's [run] max_attempts may let a repository raise it"));
+    CHECK(config.settings().run.attempts == 1);
+  }
+  SUBCASE("cap 3: the repository asks 2 and gets 2") {
+    REQUIRE(merge_user(config, "[run]\nmax_attempts = 3\n").empty());
+    CHECK(merge_repo(config, "[run]\nattempts = 2\n").empty());
+    CHECK(config.settings().run.attempts == 2);
+    CHECK(config.entry("run.attempts").source == Source::repo_file);
+    CHECK(config.entry("run.attempts").origin == ".mullet.toml@abc:2");
+    CHECK(config.warnings().empty());
+  }
+  SUBCASE("cap 3: the repository asks 5 and gets 3, with a warning") {
+    REQUIRE(merge_user(config, "[run]\nmax_attempts = 3\n").empty());
+    const auto problems = merge_repo(config, "[run]\nattempts = 5\n");
+    INFO(messages(problems));
+    CHECK(problems.empty());
+    CHECK(config.settings().run.attempts == 3);
+    CHECK(config.entry("run.attempts").source == Source::repo_file);
+    CHECK(contains(config.entry("run.attempts").origin, "asks 5; capped by your [run] max_attempts"));
+    REQUIRE(config.warnings().size() == 1);
+    CHECK(contains(config.warnings()[0], ".mullet.toml@abc:2: run.attempts"));
+    CHECK(contains(config.warnings()[0], "asks for 5; your [run] max_attempts caps it at 3"));
+    // `config` shows it beside the value, as valid TOML.
+    CHECK(
+        contains(config.describe(), "attempts = 3  # .mullet.toml@abc:2 (asks 5; capped by your [run] max_attempts)"));
+  }
+  SUBCASE("your own attempts are never capped: above the cap, the repository may go up to yours") {
+    REQUIRE(merge_user(config, "[run]\nattempts = 5\nmax_attempts = 3\n").empty());
+    Config asks_four = config;
+    CHECK(merge_repo(asks_four, "[run]\nattempts = 4\n").empty());
+    CHECK(asks_four.settings().run.attempts == 4);
+    CHECK(asks_four.warnings().empty());
+    CHECK(merge_repo(config, "[run]\nattempts = 9\n").empty());
+    CHECK(config.settings().run.attempts == 5);
+    CHECK(config.warnings().size() == 1);
+  }
+  SUBCASE("--attempts is never capped") {
+    REQUIRE(merge_user(config, "[run]\nmax_attempts = 3\n").empty());
+    config.set_from_flag("run.attempts", std::int64_t{10}, "--attempts");
+    CHECK(config.settings().run.attempts == 10);
+  }
+  SUBCASE("the repository may not set the cap") {
+    const auto problems = merge_repo(config, "[run]\nmax_attempts = 100\nattempts = 2\n");
+    CHECK(find_problem(problems, {"run.max_attempts", "may not set this"}) != nullptr);
+    CHECK(find_problem(problems, {"run.attempts", "may only lower"}) != nullptr);
   }
 }

@@ -30,10 +30,10 @@ std::string messages(const std::vector<Problem>& problems) {
 // Settings as the schema's defaults make them, written out field by field.
 Settings built_in() {
   Settings settings;
-  settings.run = {"claude", "", "", {"node_modules", "vendor", ".venv", "target", "build"}, 1, 0, {}};
+  settings.run = {"claude", "", "", {"node_modules", "vendor", ".venv", "target", "build"}, 1, 0, 0, {}};
   settings.sandbox = {{}, 1879048192, 1024, mullet::config::History::base};
   settings.network = {{}, {}};
-  settings.claude = {"claude", "https://api.anthropic.com", {}, ""};
+  settings.claude = {"claude", "https://api.anthropic.com", {}, "", ""};
   settings.opencode = {"opencode", "anthropic/claude-sonnet-4-5", {}, ""};
   settings.limits = {seconds(3600),   seconds(14400), seconds(1800),    seconds(1800),  200,           20.0,
                      Mebibytes(8192), 1024,           Mebibytes(10240), Mebibytes(100), Mebibytes(256)};
@@ -73,7 +73,7 @@ TEST_CASE("every key of the schema lands in a field of its own") {
     changed[key] = config.settings();
     CHECK(changed[key] != default_settings);
   }
-  CHECK(changed.size() == 32);
+  CHECK(changed.size() == 34);
   for (auto first = changed.begin(); first != changed.end(); ++first) {
     for (auto second = std::next(first); second != changed.end(); ++second) {
       INFO(first->first << " and " << second->first);
@@ -85,11 +85,13 @@ TEST_CASE("every key of the schema lands in a field of its own") {
 TEST_CASE("Settings follow the user's file, typed") {
   Config config;
   const auto problems = config.merge_toml(
-      "[run]\nexecutor = \"command\"\ncommand = \"make fix\"\nsetup = \"npm ci\"\nattempts = 3\nmax_parallel = 2\n"
+      "[run]\nexecutor = \"command\"\ncommand = \"make fix\"\nsetup = \"npm ci\"\nattempts = 3\nmax_parallel = "
+      "2\nmax_attempts = 4\n"
       "dependency_dirs = [\"node_modules\"]\n"
       "[sandbox]\nenv = [\"GOFLAGS\"]\nuid = 100000\nuid_count = 8\nhistory = \"all\"\n"
       "[network]\nsetup = [\"registry.npmjs.org:443\"]\nworker = [\"*\"]\n"
-      "[claude]\nbinary = \"/opt/claude\"\nbase_url = \"http://127.0.0.1:8080\"\nallow_bash = [\"make *\"]\n"
+      "[claude]\nbinary = \"/opt/claude\"\nbase_url = \"http://127.0.0.1:8080\"\nallow_bash = [\"make *\"]\nmodel = "
+      "\"opus\"\n"
       "[opencode]\nbinary = \"/opt/opencode\"\nmodel = \"local/qwen\"\nallow_bash = [\"make test\"]\ncredential = "
       "\"local\"\n"
       "[limits]\ntimeout = 600\njob_timeout = 1200\ngate_timeout = 60\ninactivity = 30\nturns = 7\ncost_usd = 1.5\n"
@@ -99,14 +101,14 @@ TEST_CASE("Settings follow the user's file, typed") {
   INFO(messages(problems));
   REQUIRE(problems.empty());
   Settings expected;
-  expected.run = {"command", "make fix", "npm ci", {"node_modules"}, 3, 2, {}};
+  expected.run = {"command", "make fix", "npm ci", {"node_modules"}, 3, 2, 4, {}};
   expected.sandbox = {{"GOFLAGS"}, 100000, 8, mullet::config::History::all};
   expected.network = {{"registry.npmjs.org:443"}, {"*"}};
-  expected.claude = {"/opt/claude", "http://127.0.0.1:8080", {"make *"}, ""};
+  expected.claude = {"/opt/claude", "http://127.0.0.1:8080", {"make *"}, "", "opus"};
   expected.opencode = {"/opt/opencode", "local/qwen", {"make test"}, "local"};
   expected.limits = {seconds(600), seconds(1200),  seconds(60),  seconds(30), 7, 1.5, Mebibytes(512),
                      64,           Mebibytes(100), Mebibytes(2), Mebibytes(9)};
-  expected.gates = {Gate{"tests", "make test", 90, "user.toml:37"}};
+  expected.gates = {Gate{"tests", "make test", 90, "user.toml:39"}};
   const Settings settings = config.settings();
   CHECK(settings.run == expected.run);
   CHECK(settings.sandbox == expected.sandbox);

@@ -238,8 +238,8 @@ const Strings kRequiredFlags = {"--print",           "--strict-mcp-config",     
                                 "--verbose",         "--json-schema",           "--settings",
                                 "--setting-sources", "--no-session-persistence"};
 // The flags among them (and the optional ones) that take a value.
-const std::set<std::string> kValueFlags = {"--tools",    "--permission-mode", "--output-format", "--json-schema",
-                                           "--settings", "--setting-sources", "--max-budget-usd"};
+const std::set<std::string> kValueFlags = {"--tools",    "--permission-mode", "--output-format",  "--json-schema",
+                                           "--settings", "--setting-sources", "--max-budget-usd", "--model"};
 
 const std::string kSettingsPath = "/mullet/etc/claude-settings.json";
 
@@ -262,7 +262,7 @@ Strings tools_with_bash() {
 }
 
 claude::ArgvOptions argv_options(double budget = 0) {
-  return {tools_with_bash(), kSettingsPath, claude::result_schema().dump(), budget};
+  return {tools_with_bash(), kSettingsPath, claude::result_schema().dump(), budget, ""};
 }
 
 // argv split into flags (each with its value, or none) and anything else.
@@ -1553,4 +1553,33 @@ TEST_CASE("EventSplitter refuses an event nested deeper than 64 levels, so no fi
   state.apply(events[0]);
   CHECK(state.result.has_value());
   CHECK_NOTHROW(claude::render_event(events[0]));
+}
+
+TEST_CASE("build_argv passes --model only when a model is set, and refuses a binary without it") {
+  std::set<std::string> available = required_flags();
+  available.insert("--model");
+  SUBCASE("no model: no --model, Claude Code chooses") {
+    const auto argv = claude::build_argv(available, argv_options());
+    REQUIRE(argv.has_value());
+    CHECK(parse_argv(*argv).count("--model") == 0);
+  }
+  SUBCASE("a model: --model and the name as its own argument") {
+    auto options = argv_options();
+    options.model = "claude-opus-4-1";
+    const auto argv = claude::build_argv(available, options);
+    REQUIRE(argv.has_value());
+    const ParsedArgv parsed = parse_argv(*argv);
+    CHECK(parsed.count("--model") == 1);
+    CHECK(parsed.value("--model") == std::optional<std::string>("claude-opus-4-1"));
+    CHECK(parsed.positional.empty());
+  }
+  SUBCASE("a model, and a binary without --model: refused, naming it") {
+    auto options = argv_options();
+    options.model = "sonnet";
+    available.erase("--model");
+    const auto argv = claude::build_argv(available, options);
+    REQUIRE_FALSE(argv.has_value());
+    CHECK(argv.error().code() == ExitCode::refused);
+    CHECK(contains(argv.error().what(), "--model"));
+  }
 }

@@ -37,6 +37,7 @@ JobRecord full_record() {
   record.executor.name = "command";
   record.executor.command = "make fix";
   record.executor.version = "1.2.3";
+  record.executor.model = "anthropic/claude-sonnet-4-5";
   record.created_at = "2026-01-02T03:04:05Z";
   record.finished_at = "2026-01-02T03:14:05Z";
   record.error = "";
@@ -106,6 +107,7 @@ void check_same(const JobRecord& a, const JobRecord& b) {
   CHECK(a.executor.name == b.executor.name);
   CHECK(a.executor.command == b.executor.command);
   CHECK(a.executor.version == b.executor.version);
+  CHECK(a.executor.model == b.executor.model);
   CHECK(a.sequence == b.sequence);
   CHECK(a.created_at == b.created_at);
   CHECK(a.finished_at == b.finished_at);
@@ -160,6 +162,7 @@ TEST_CASE("to_json writes every field under its documented name") {
   CHECK(out["executor"] == "command");
   CHECK(out["executor_command"] == "make fix");
   CHECK(out["executor_version"] == "1.2.3");
+  CHECK(out["executor_model"] == "anthropic/claude-sonnet-4-5");
   CHECK(out["created_at"] == "2026-01-02T03:04:05Z");
   CHECK(out["finished_at"] == "2026-01-02T03:14:05Z");
   CHECK(out["error"].is_null());
@@ -225,12 +228,14 @@ TEST_CASE("empty result, finished_at, error and executor details are written as 
   record.error.clear();
   record.executor.command.clear();
   record.executor.version.clear();
+  record.executor.model.clear();
   const json out = to_json(record);
   CHECK(out.at("result").is_null());
   CHECK(out.at("finished_at").is_null());
   CHECK(out.at("error").is_null());
   CHECK(out.at("executor_command").is_null());
   CHECK(out.at("executor_version").is_null());
+  CHECK(out.at("executor_model").is_null());
   // ...and read back as empty strings.
   const JobRecord back = record_from_json(out);
   CHECK(back.result.empty());
@@ -436,6 +441,11 @@ TEST_CASE("run_flags may hold only what run records") {
                              {"gates", json::array({{{"name", "t"}, {"command", "make test"}, {"timeout", 0}}})}})) ==
         "(accepted)");
   CHECK(damaged_field(flags({{"config", {{"claude.binary", "/tmp/evil"}}}})) == "run_flags.config.claude.binary");
+  CHECK(damaged_field(flags({{"config", {{"claude.model", "opus"}, {"opencode.model", "local/qwen"}}}})) ==
+        "(accepted)");
+  CHECK(damaged_field(flags({{"config", {{"claude.model", std::string(257, 'm')}}}})) ==
+        "run_flags.config.claude.model");
+  CHECK(damaged_field(flags({{"config", {{"run.max_attempts", 100}}}})) == "run_flags.config.run.max_attempts");
   CHECK(damaged_field(flags({{"config", {{"network.worker", json::array({"*"})}}}})) ==
         "run_flags.config.network.worker");
   CHECK(damaged_field(flags({{"config", {{"sandbox.uid", 0}}}})) == "run_flags.config.sandbox.uid");
