@@ -51,6 +51,7 @@ complete -c git-mullet -n '__fish_seen_subcommand_from run' -l gate -x -d 'A che
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l attempts -x -d 'Worker runs when gates fail'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l json -d 'Print the job record as JSON'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l dry-run -d 'Print the sandbox plan and run nothing'
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -l include-uncommitted -d 'Start from HEAD plus the uncommitted changes'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -s q -l quiet -d "Do not echo the worker's output"
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l detach -d 'Run in the background: print the job id and return'
 

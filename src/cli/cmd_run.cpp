@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/detach.hpp"
+#include "git/uncommitted.hpp"
 #include "jobs/dry_run.hpp"
 #include "jobs/run_flags.hpp"
 #include "jobs/run_job.hpp"
@@ -35,6 +36,7 @@ struct RunOptions {
   bool dry_run = false;
   bool quiet = false;
   bool detach = false;
+  bool include_uncommitted = false;
   int report_id_fd = -1;  // set in the detached child (see cli/detach.hpp)
 };
 
@@ -72,6 +74,39 @@ std::string read_prompt(const RunOptions& options) {
   return prompt;
 }
 
+// The commit a job starts from and, when it is one of the uncommitted
+// changes (--include-uncommitted), the HEAD they were on. Without --base, a
+// note tells that uncommitted changes stay out, or that there were none to take.
+std::pair<git_oid, std::optional<git_oid>> choose_base(const git::Repository& repo, const RunOptions& options) {
+  const git_oid head = repo.head_commit();
+  const git_oid base = options.base.empty() ? head : repo.resolve_commit(options.base);
+  const std::string head_name = "HEAD (" + short_sha(git::oid_to_string(head)) + ")";
+  if (options.include_uncommitted) {
+    if (git_oid_cmp(&base, &head) != 0) {
+      throw usage_error("--include-uncommitted takes the changes made on HEAD, and --base names another commit",
+                        "drop --base, or commit the changes first");
+    }
+    const auto settings = load_config(&repo, head).settings();
+    const auto made =
+        git::commit_uncommitted_changes(repo, head, settings.limits.file_mb.bytes(), git::user_identity(repo));
+    if (made) return {*made, head};
+    std::cerr << "note: the work tree has no uncommitted changes; the job starts from " << head_name << "\n";
+    return {head, std::nullopt};
+  }
+  if (!options.base.empty()) return {base, std::nullopt};
+  bool dirty = false;
+  try {
+    dirty = git::has_uncommitted_changes(repo, head);
+  } catch (const Error&) {
+    // Only a note depends on it: a work tree git cannot read stays unmentioned.
+  }
+  if (dirty) {
+    std::cerr << "note: the job starts from " << head_name
+              << " and leaves your uncommitted changes out (--include-uncommitted takes them along)\n";
+  }
+  return {base, std::nullopt};
+}
+
 int run(const RunOptions& options) {
   if (options.detach) {
     if (options.dry_run) {
@@ -87,7 +122,7 @@ int run(const RunOptions& options) {
   if (options.report_id_fd >= 0) report_id = detached_child(options.report_id_fd);
   const std::string prompt = read_prompt(options);
   const git::Repository repo = open_repository();
-  const git_oid base = options.base.empty() ? repo.head_commit() : repo.resolve_commit(options.base);
+  const auto [base, base_head] = choose_base(repo, options);
   config::Config config = load_config(&repo, base);
   if (!options.command.empty()) {
     config.set_from_flag("run.command", options.command, "--command");
@@ -126,6 +161,7 @@ int run(const RunOptions& options) {
   request.prompt = prompt;
   request.title = options.title;
   request.base = base;
+  request.base_head = base_head;
   request.show_worker_output = !options.quiet && !options.json;
   request.gates = gates;
   request.run_flags = jobs::run_flags_json(config, gates);
@@ -148,6 +184,9 @@ void add_run_command(CLI::App& app, Action& chosen) {
   sub->add_option("-m,--message", options->message, "The task, as text")->type_name("MESSAGE");
   sub->add_option("-F,--file", options->message_file, "Read the task from FILE (- for stdin)")->type_name("FILE");
   sub->add_option("--base", options->base, "Commit to start from (default: HEAD)")->type_name("COMMIT");
+  sub->add_flag("--include-uncommitted", options->include_uncommitted,
+                "Start from a commit of HEAD plus the work tree's uncommitted changes and untracked files that are "
+                "not ignored (the index, HEAD and work tree stay as they are)");
   sub->add_option("--executor", options->executor, "Worker: claude (default), opencode or command")->type_name("NAME");
   sub->add_option("--command", options->command, "Shell command for the command executor (implies it)")
       ->type_name("CMD");

@@ -208,8 +208,10 @@ class JobRun {
 
     // What the worker did so far is kept whatever ended it; the record
     // follows each attempt, so a crash later loses nothing.
+    // The model where the configuration names it (the result commit's trailer).
+    const std::string model = m_settings.run.executor == "opencode" ? m_settings.opencode.model : "";
     const git_oid commit = snapshot_attempt(m_job.repo, m_paths, m_record, number, parent, m_dependency_dirs,
-                                            m_settings.limits.file_mb.bytes());
+                                            m_settings.limits.file_mb.bytes(), model);
     save();
     AttemptRecord& attempt = m_record.attempts.back();
     // The executor judges the rest, its own refusal (worker_refused) included.
