@@ -78,6 +78,7 @@ std::string read_prompt(const RunOptions& options) {
 // changes (--include-uncommitted), the HEAD they were on. Without --base, a
 // note tells that uncommitted changes stay out, or that there were none to take.
 std::pair<git_oid, std::optional<git_oid>> choose_base(const git::Repository& repo, const RunOptions& options) {
+  if (!options.base.empty() && !options.include_uncommitted) return {repo.resolve_commit(options.base), std::nullopt};
   const git_oid head = repo.head_commit();
   const git_oid base = options.base.empty() ? head : repo.resolve_commit(options.base);
   const std::string head_name = "HEAD (" + short_sha(git::oid_to_string(head)) + ")";
@@ -93,7 +94,6 @@ std::pair<git_oid, std::optional<git_oid>> choose_base(const git::Repository& re
     std::cerr << "note: the work tree has no uncommitted changes; the job starts from " << head_name << "\n";
     return {head, std::nullopt};
   }
-  if (!options.base.empty()) return {base, std::nullopt};
   bool dirty = false;
   try {
     dirty = git::has_uncommitted_changes(repo, head);

@@ -95,7 +95,7 @@ util::Environment hardened_git_environment(const GitCliTarget& target) {
     const char* count = std::getenv("GIT_CONFIG_COUNT");
     const long entries = count != nullptr ? std::strtol(count, nullptr, 10) : 0;
     for (long i = 0; i < std::min(entries, 1000L); ++i) {
-      for (const std::string prefix : {"GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"}) {
+      for (const char* prefix : {"GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"}) {
         const std::string name = prefix + std::to_string(i);
         if (const char* value = std::getenv(name.c_str())) env.emplace(name, value);
       }

@@ -317,8 +317,8 @@ git_oid commit_snapshot(const Repository& user_repo, const git_oid& tree_id, con
   CommitPtr parent(raw_parent);
   const git_commit* parents[] = {parent.get()};
   git_oid commit_id{};
-  check(git_commit_create(&commit_id, user_repo.get(), nullptr, author.get(), committer.get(), nullptr,
-                          message.c_str(), tree.get(), 1, parents),
+  check(git_commit_create(&commit_id, user_repo.get(), nullptr, author.get(), committer.get(), nullptr, message.c_str(),
+                          tree.get(), 1, parents),
         "cannot write the snapshot commit");
   return commit_id;
 }

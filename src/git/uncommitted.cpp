@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <vector>
 
 #include "git/cli.hpp"
 #include "git/clone.hpp"
@@ -54,9 +55,20 @@ class ScratchGitDir {
     m_target = {g, work_tree, {}};
     m_target.index_file = g + "/index";
     m_target.object_directory = util::real_path(repo.objects_dir());
+    // The user's own ignore file (core.excludesFile), which our config lacks:
+    // what they ignore everywhere (secrets, editor files) stays out too.
+    GitCliTarget user{repo.git_dir(), std::nullopt, {}};
+    user.user_config = true;
+    const auto excludes = run_git(user, {"config", "--path", "--get", "core.excludesFile"});
+    const std::string file = util::trim(util::split(excludes.out, '\n').front());
+    if (excludes.status.success() && !file.empty()) m_prefix = {"-c", "core.excludesFile=" + file};
   }
 
-  const GitCliTarget& target() const { return m_target; }
+  util::CapturedRun run(const std::vector<std::string>& args) const {
+    std::vector<std::string> all = m_prefix;
+    all.insert(all.end(), args.begin(), args.end());
+    return run_git(m_target, all);
+  }
 
  private:
   static void copy_index(const std::string& from, const std::string& to) {
@@ -73,12 +85,12 @@ class ScratchGitDir {
 
   util::TempDir m_dir;
   GitCliTarget m_target;
+  std::vector<std::string> m_prefix;
 };
 
-// `git status --porcelain -z` of the scratch git dir: "XY PATH\0" entries.
-std::string status(const GitCliTarget& target, const char* untracked) {
-  const auto run = run_git(target, {"status", "--porcelain", "-z", "--no-renames", untracked,
-                                    "--ignore-submodules=dirty"});
+// `git status --porcelain -z` in the scratch git dir: "XY PATH\0" entries.
+std::string status(const ScratchGitDir& scratch, const char* untracked) {
+  const auto run = scratch.run({"status", "--porcelain", "-z", "--no-renames", untracked, "--ignore-submodules=dirty"});
   check_git(run, "git status of the work tree");
   return run.out;
 }
@@ -103,7 +115,7 @@ bool has_uncommitted_changes(const Repository& repo, const git_oid& head) {
   const auto work_tree = repo.work_tree();
   if (!work_tree) return false;
   const ScratchGitDir scratch(repo, *work_tree, head);
-  return !status(scratch.target(), "--untracked-files=normal").empty();
+  return !status(scratch, "--untracked-files=normal").empty();
 }
 
 std::optional<git_oid> commit_uncommitted_changes(const Repository& repo, const git_oid& head,
@@ -111,9 +123,9 @@ std::optional<git_oid> commit_uncommitted_changes(const Repository& repo, const 
   const auto work_tree = repo.work_tree();
   if (!work_tree) return std::nullopt;
   const ScratchGitDir scratch(repo, *work_tree, head);
-  check_sizes(*work_tree, status(scratch.target(), "--untracked-files=all"), max_file_bytes);
-  check_git(run_git(scratch.target(), {"add", "--all"}), "git add of the uncommitted changes");
-  const auto written = run_git(scratch.target(), {"write-tree"});
+  check_sizes(*work_tree, status(scratch, "--untracked-files=all"), max_file_bytes);
+  check_git(scratch.run({"add", "--all"}), "git add of the uncommitted changes");
+  const auto written = scratch.run({"write-tree"});
   check_git(written, "git write-tree of the uncommitted changes");
   const git_oid tree_id = oid_from_string(util::trim(written.out));
   const git_oid head_tree = repo.tree_of(head);

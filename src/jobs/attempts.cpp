@@ -11,8 +11,8 @@
 #include "jobs/workspace.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
-#include "util/strings.hpp"
 #include "util/signals.hpp"
+#include "util/strings.hpp"
 
 namespace mullet::jobs {
 namespace {

@@ -40,7 +40,7 @@ git_oid snapshot_attempt(const git::Repository& repo, const JobPaths& paths, Job
     return base;
   }
   const git_oid commit = git::commit_snapshot(repo, snapshot.tree, parent, snapshot_message(record, number, model),
-                                             git::user_identity(repo));
+                                              git::user_identity(repo));
   record.attempts.back().result = git::oid_to_string(commit);
   record.result = record.attempts.back().result;
   return commit;

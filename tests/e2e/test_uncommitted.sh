@@ -7,7 +7,7 @@
 source "$(dirname "$0")/../lib/harness.sh"
 
 # The worker (a command) writes what it sees of each file into seen.txt.
-SEE='for f in tracked.txt staged.txt untracked.txt ignored.txt deleted.txt link; do
+SEE='for f in tracked.txt staged.txt untracked.txt ignored.txt secret.env deleted.txt link; do
   if [ -L "$f" ]; then echo "$f: -> $(readlink "$f")";
   elif [ -e "$f" ]; then echo "$f: $(cat "$f")";
   else echo "$f: absent"; fi
@@ -29,6 +29,10 @@ dirty_repo() {
   git add staged.txt
   printf 'untracked\n' >untracked.txt
   printf 'secret\n' >ignored.txt
+  # Ignored by the user's own ignore file (core.excludesFile), not the tree's.
+  printf 'secret.env\n' >../my-ignore
+  git config core.excludesFile "$(cd .. && pwd)/my-ignore"
+  printf 'TOKEN=1\n' >secret.env
   rm deleted.txt
   ln -s tracked.txt link
 }
@@ -61,6 +65,7 @@ test_a_dirty_work_tree_gets_a_note_and_the_job_starts_from_head() {
 staged.txt: absent
 untracked.txt: absent
 ignored.txt: absent
+secret.env: absent
 deleted.txt: gone
 link: absent" "what the worker saw"
   # --dry-run says it too; an explicit base, or a clean tree, gets no note.
@@ -97,6 +102,7 @@ changed
 staged.txt: staged
 untracked.txt: untracked
 ignored.txt: absent
+secret.env: absent
 deleted.txt: absent
 link: -> tracked.txt" "what the worker saw"
   assert_eq "$(git ls-tree "$base" link | cut -c1-6)" 120000 "the symlink is a symlink"
@@ -114,6 +120,7 @@ A untracked.txt" "the base's changes"
   assert_eq "$(git show with-changes:staged.txt)" staged "and the staged one"
   git cat-file -e with-changes:deleted.txt 2>/dev/null && fail "the merged branch has the deleted file"
   git cat-file -e with-changes:ignored.txt 2>/dev/null && fail "the merged branch has the ignored file"
+  git cat-file -e with-changes:secret.env 2>/dev/null && fail "the merged branch has the user-ignored file"
   assert_eq "$(user_state | grep -v '^refs/heads/with-changes ')" "$before" "nothing else moved"
 }
 

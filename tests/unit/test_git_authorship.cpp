@@ -17,10 +17,13 @@ TEST_CASE("a trailer value is one line of printable text") {
   CHECK(trailer_value("1.0\nMullet-Job: forged") == "1.0 Mullet-Job: forged");
   CHECK(trailer_value("1.0\r\n\nMullet-Job: forged\n") == "1.0 Mullet-Job: forged");
   CHECK(trailer_value("1.0\rMullet-Job:\tforged") == "1.0 Mullet-Job: forged");
-  CHECK(trailer_value("a\x1b[2Jb\x07\x7f" "c") == "a [2Jb c");
+  CHECK(trailer_value("a\x1b[2Jb\x07\x7f"
+                      "c") == "a [2Jb c");
   CHECK(trailer_value(std::string("a\0b", 3)) == "a b");
-  CHECK(trailer_value("a\xc2\x85" "b") == "a b");          // NEL (C1)
-  CHECK(trailer_value("a\xe2\x80\xa8" "b\xe2\x80\xa9") == "a b");  // line and paragraph separators
+  CHECK(trailer_value("a\xc2\x85"
+                      "b") == "a b");  // NEL (C1)
+  CHECK(trailer_value("a\xe2\x80\xa8"
+                      "b\xe2\x80\xa9") == "a b");                                  // line and paragraph separators
   CHECK(trailer_value("caf\xc3\xa9 \xe2\x9c\x93") == "caf\xc3\xa9 \xe2\x9c\x93");  // UTF-8 stays
   CHECK(trailer_value("bad \xff byte").find('\xff') == std::string::npos);
   CHECK(trailer_value("\n\r\t ").empty());
@@ -53,5 +56,5 @@ TEST_CASE("an ident line of git var is an identity") {
   CHECK(parse_ident_line("A <b@c> <d@e> 1 +0000") == std::nullopt);  // '<' in the name
   CHECK(parse_ident_line("no address 1 +0000") == std::nullopt);
   CHECK(parse_ident_line(" <ada@example.org> 1 +0000") == std::nullopt);  // no name
-  CHECK(parse_ident_line("Ada <> 1 +0000") == std::nullopt);             // no email
+  CHECK(parse_ident_line("Ada <> 1 +0000") == std::nullopt);              // no email
 }

@@ -311,7 +311,7 @@ TEST_CASE("record_from_json refuses every field of the wrong type, size or conte
   CHECK(damaged_field([](json& r) { r["base_uncommitted"] = "yes"; }) == "base_uncommitted");
   CHECK(damaged_field([](json& r) { r["base_head"] = "HEAD"; }) == "base_head");
   CHECK(damaged_field([](json& r) { r["base_head"] = std::string(40, 'c'); }) == "base_head");  // not uncommitted
-  CHECK(damaged_field([](json& r) { r["base_uncommitted"] = true; }) == "base_head");         // no HEAD named
+  CHECK(damaged_field([](json& r) { r["base_uncommitted"] = true; }) == "base_head");           // no HEAD named
   CHECK(damaged_field([](json& r) {
           r["base_uncommitted"] = true;
           r["base_head"] = std::string(40, 'c');
