@@ -106,12 +106,15 @@ secret.env: absent
 deleted.txt: absent
 link: -> tracked.txt" "what the worker saw"
   assert_eq "$(git ls-tree "$base" link | cut -c1-6)" 120000 "the symlink is a symlink"
-  assert_eq "$(git diff --name-status "$head" "$base" | sort | tr '\t' ' ')" "D deleted.txt
+  assert_eq "$(git diff --name-status "$head" "$base" | tr "\t" " " | sort -k2)" "D deleted.txt
 A link
 A staged.txt
 M tracked.txt
 A untracked.txt" "the base's changes"
-  # The record keeps it, show says so, and the result merges with it.
+  # The record follows the JSON schema, keeps the base, show says so, and the
+  # result merges with it.
+  printf '%s' "$OUT" | python3 "$HARNESS_DIR/validate_json.py" \
+    "$HARNESS_DIR/../../docs/json-schema/git-mullet.schema.json" job || fail "run --json does not follow the schema"
   assert_eq "$(git rev-parse "refs/mullet/jobs/$job^1")" "$base" "the record commit's first parent"
   assert_contains "$(git mullet show "$job")" "uncommitted changes on $(git rev-parse HEAD | cut -c1-12)" "show"
   assert_eq "$(json_get "$(git mullet show --json "$job")" .base_head)" "$head" "show --json"
