@@ -104,13 +104,13 @@ test_bash_offers_every_command_and_option() {
     # shellcheck disable=SC2086
     offered="$(bash_complete $program '')"
     for command in $(commands); do
-      printf '%s\n' "$offered" | grep -qx "$command " || fail "bash: '$program ' does not offer $command: $offered"
+      printf '%s\n' "$offered" | grep -x "$command " >/dev/null || fail "bash: '$program ' does not offer $command: $offered"
     done
     for command in $(commands); do
       # shellcheck disable=SC2086
       offered="$(bash_complete $program "$command" --)"
       for option in $(long_options "$command"); do
-        printf '%s\n' "$offered" | grep -qxE -- "$option(=| )" ||
+        printf '%s\n' "$offered" | grep -xE -- "$option(=| )" >/dev/null ||
           fail "bash: '$program $command --' does not offer $option: $offered"
       done
     done
@@ -123,12 +123,12 @@ test_fish_offers_every_command_and_option() {
   local offered command option
   offered="$(fish_complete 'git-mullet ')"
   for command in $(commands); do
-    printf '%s\n' "$offered" | grep -q "^$command"$'\t' || fail "fish does not offer $command: $offered"
+    printf '%s\n' "$offered" | grep "^$command"$'\t' >/dev/null || fail "fish does not offer $command: $offered"
   done
   for command in $(commands); do
     offered="$(fish_complete "git-mullet $command --")"
     for option in $(long_options "$command"); do
-      printf '%s\n' "$offered" | grep -q -- "^$option"$'\t' ||
+      printf '%s\n' "$offered" | grep -- "^$option"$'\t' >/dev/null ||
         fail "fish: 'git-mullet $command --' does not offer $option: $offered"
     done
   done
@@ -140,12 +140,12 @@ test_zsh_offers_every_command_and_option() {
   local offered command option
   offered="$(zsh_complete 'git-mullet ')"
   for command in $(commands); do
-    printf '%s\n' "$offered" | grep -qE "^$command +-- " || fail "zsh does not offer $command: $offered"
+    printf '%s\n' "$offered" | grep -E "^$command +-- " >/dev/null || fail "zsh does not offer $command: $offered"
   done
   for command in run log wait; do
     offered="$(zsh_complete "git-mullet $command --")"
     for option in $(long_options "$command"); do
-      printf '%s\n' "$offered" | grep -qE -- "(^|  )$option( |$)" ||
+      printf '%s\n' "$offered" | grep -E -- "(^|  )$option( |$)" >/dev/null ||
         fail "zsh: 'git-mullet $command --' does not offer $option: $offered"
     done
   done

@@ -38,8 +38,8 @@ test_result_commits_carry_the_users_identity_from_git_config() {
     "git-mullet <git-mullet@localhost>|git-mullet <git-mullet@localhost>" "the record commit"
   # `git -c` reaches git mullet as git passes it on, and wins.
   git -c user.name="Dash Config" -c user.email=dash@example.org mullet run --json -q \
-    --command 'echo again >>made.txt' -m "again" >out.json
-  assert_eq "$(git log -1 --format='%an <%ae>' "$(json_field "$(cat out.json)" result)")" \
+    --command 'echo again >>made.txt' -m "again" >../out.json
+  assert_eq "$(git log -1 --format='%an <%ae>' "$(json_field "$(cat ../out.json)" result)")" \
     "Dash Config <dash@example.org>" "git -c user.*"
 }
 
