@@ -1,7 +1,7 @@
 // The user's uncommitted work, as a base a job can start from.
 //
-// Everything runs in a scratch git dir of ours (a private directory under
-// `.git/mullet/`) whose index is a copy of the user's and whose objects are
+// Everything runs in a scratch git dir of ours (a private temporary
+// directory, removed afterwards) whose index is a copy of the user's and whose objects are
 // the user's (GIT_OBJECT_DIRECTORY), through the hardened git CLI: no hooks,
 // no user config, no filters or line-ending conversion (the clone's neutral
 // attributes), so the user's index, HEAD, work tree, stash and refs are never
