@@ -43,6 +43,9 @@ _git_mullet ()
 	run,--executor)
 		__gitcomp "claude opencode command"
 		return ;;
+	run,--continue)
+		__gitcomp_nl "$(__git_mullet_jobs continue)"
+		return ;;
 	list,--state|discard,--state)
 		__gitcomp "running succeeded no_changes failed refused cancelled interrupted damaged"
 		return ;;
@@ -56,6 +59,9 @@ _git_mullet ()
 	run,--executor=*)
 		__gitcomp "claude opencode command" "" "${cur#--executor=}"
 		return ;;
+	run,--continue=*)
+		__gitcomp_nl "$(__git_mullet_jobs continue)" "" "${cur#--continue=}"
+		return ;;
 	list,--state=*|discard,--state=*)
 		__gitcomp "running succeeded no_changes failed refused cancelled interrupted damaged" "" "${cur#--state=}"
 		return ;;
@@ -65,7 +71,7 @@ _git_mullet ()
 
 	case "$subcommand,$cur" in
 	run,-*)
-		__gitcomp "--message= --file= --base= --executor= --command= --title= --setup= --gate= --attempts= --json --dry-run --detach --include-uncommitted --quiet --help" ;;
+		__gitcomp "--message= --file= --base= --executor= --command= --title= --setup= --gate= --attempts= --continue= --json --dry-run --detach --include-uncommitted --quiet --help" ;;
 	list,-*)
 		__gitcomp "--json --state= --max-count= --help" ;;
 	stop,-*)

@@ -49,6 +49,7 @@ complete -c git-mullet -n '__fish_seen_subcommand_from run' -l title -x -d 'A ti
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l setup -x -d 'Shell command run before the worker'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l gate -x -d 'A check the result must pass (repeatable)'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l attempts -x -d 'Worker runs when gates fail'
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -l continue -x -a '(__git_mullet_jobs continue)' -d 'More attempts of a job that ended, with a new instruction'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l json -d 'Print the job record as JSON'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l dry-run -d 'Print the sandbox plan and run nothing'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l include-uncommitted -d 'Start from HEAD plus the uncommitted changes'

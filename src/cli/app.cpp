@@ -40,12 +40,11 @@ const Command commands[] = {
 // man page's EXIT STATUS say; a command missing here fails the drift test
 // (tests/e2e/test_cli_surface.sh). Any command returns 1 when git-mullet
 // itself fails; the lists name 1 where the command has a reason of its own.
-constexpr const char* usage_meaning = "usage or bad input; nothing was changed";
 const std::vector<std::pair<std::string, std::vector<ExitCodeMeaning>>> exit_codes = {
     {"run",
      {{0, "the job succeeded, with or without changes"},
       {1, "the job failed, was cancelled or was interrupted"},
-      {2, usage_meaning},
+      {2, "usage or bad input (an unknown job, or a running one, for --continue); nothing was changed"},
       {3, "refused by policy or by the sandbox; nothing was run"}}},
     {"list", {{0, "success"}, {2, "usage, or not in a git repository"}}},
     {"show", {{0, "success"}, {2, "usage, an unknown job or a damaged record"}}},

@@ -2,9 +2,6 @@
 #include <memory>
 
 #include "cli/commands.hpp"
-#include "jobs/resume.hpp"
-#include "jobs/run_flags.hpp"
-#include "jobs/store.hpp"
 
 namespace mullet::cli {
 namespace {
@@ -16,16 +13,9 @@ struct ResumeOptions {
 };
 
 int resume(const ResumeOptions& options) {
-  const git::Repository repo = open_repository();
-  const auto job = jobs::JobStore(repo).find(options.job);
-  const git_oid base = git::oid_from_string(job.record.base);
-  // The configuration as a new job from the same base would have it, plus
-  // what the job's own command line added (its command, setup, gates...).
-  config::Config config = load_config(&repo, base);
   jobs::RunRequest request;
-  request.gates = jobs::restore_run_flags(job.record, config, jobs::local_run_flags(repo, job.record.id));
   request.show_worker_output = !options.quiet && !options.json;
-  const auto outcome = jobs::resume_job(repo, config.settings(), job.record.id, request);
+  const auto outcome = take_up_job(options.job, request);
   print_run_outcome(outcome, options.json);
   return static_cast<int>(outcome.exit_code);
 }

@@ -30,6 +30,7 @@ struct RunOptions {
   std::string command;
   std::string title;
   std::string setup;
+  std::string continue_job;
   std::vector<std::string> gates;
   std::int64_t attempts = not_given;
   bool json = false;
@@ -72,6 +73,19 @@ std::string read_prompt(const RunOptions& options) {
   }
   if (util::trim(prompt).empty()) throw usage_error("no task given", "say what to do with -m TEXT or -F FILE");
   return prompt;
+}
+
+// More attempts of a job that ended, with a new instruction: the job keeps
+// its task, base, executor, gates and the flags it was started with.
+int continue_job(const RunOptions& options, const std::string& instruction,
+                 const std::function<void(const std::string&)>& report_id) {
+  jobs::RunRequest request;
+  request.instruction = instruction;
+  request.show_worker_output = !options.quiet && !options.json && !report_id;
+  request.on_created = report_id;
+  const auto outcome = take_up_job(options.continue_job, request);
+  if (!report_id) print_run_outcome(outcome, options.json);
+  return static_cast<int>(outcome.exit_code);
 }
 
 // The commit a job starts from and, when it is one of the uncommitted
@@ -121,6 +135,7 @@ int run(const RunOptions& options) {
   std::function<void(const std::string&)> report_id;
   if (options.report_id_fd >= 0) report_id = detached_child(options.report_id_fd);
   const std::string prompt = read_prompt(options);
+  if (!options.continue_job.empty()) return continue_job(options, prompt, report_id);
   const git::Repository repo = open_repository();
   const auto [base, base_head] = choose_base(repo, options);
   config::Config config = load_config(&repo, base);
@@ -200,6 +215,10 @@ void add_run_command(CLI::App& app, Action& chosen) {
       ->type_name("CMD");
   sub->add_option("--attempts", options->attempts, "Worker runs per job: a failed gate sends the worker back")
       ->type_name("N");
+  auto* continued = sub->add_option("--continue", options->continue_job,
+                                    "Run more attempts of a job that ended, with -m/-F as a new instruction; it "
+                                    "starts from the job's last snapshot with the job's own settings")
+                        ->type_name("JOB");
   sub->add_flag("--json", options->json, "Print the job record as one JSON object");
   sub->add_flag("--dry-run", options->dry_run, "Print each phase's sandbox plan and run nothing");
   sub->add_flag("-q,--quiet", options->quiet, "Do not echo the worker's output");
@@ -208,6 +227,11 @@ void add_run_command(CLI::App& app, Action& chosen) {
                 "mullet wait`)");
   // For the detached child only, so not in the help (group "").
   sub->add_option(report_id_fd_option, options->report_id_fd, "The descriptor to write the job's id to")->group("");
+  // A continued job keeps what it was started with.
+  for (const char* name : {"--base", "--include-uncommitted", "--executor", "--command", "--title", "--setup", "--gate",
+                           "--attempts", "--dry-run"}) {
+    continued->excludes(sub->get_option(name));
+  }
   sub->callback([options, &chosen] { chosen = [options] { return run(*options); }; });
 }
 

@@ -101,6 +101,7 @@ int show(const ShowOptions& options) {
     for (const auto& attempt : record.attempts) {
       out << "  " << attempt.number << "  " << (attempt.result.empty() ? "no changes" : short_sha(attempt.result))
           << (attempt.error.empty() ? "" : "  " + attempt.error) << "\n";
+      if (!attempt.instruction.empty()) out << "     continued: " << util::first_line(attempt.instruction, 100) << "\n";
       for (const auto& gate : attempt.gates) {
         std::string verdict = gate.passed ? "pass" : "FAIL";
         std::string how = gate.ended_by == sandbox::StopReason::exit ? "exit " + std::to_string(gate.exit_code)

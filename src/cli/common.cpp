@@ -6,6 +6,9 @@
 #include <iostream>
 
 #include "jobs/liveness.hpp"
+#include "jobs/resume.hpp"
+#include "jobs/run_flags.hpp"
+#include "jobs/store.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
 #include "util/strings.hpp"
@@ -127,6 +130,15 @@ void print_job_outcome(const jobs::JobRecord& record, const std::string& hint, b
   for (const auto& warning : record.snapshot_warnings) text += "  warning: " + warning + "\n";
   text += next_steps(record);
   (failed ? std::cerr : std::cout) << util::terminal_safe(text);
+}
+
+jobs::RunOutcome take_up_job(const std::string& job, jobs::RunRequest request) {
+  const git::Repository repo = open_repository();
+  const auto found = jobs::JobStore(repo).find(job);
+  const git_oid base = git::oid_from_string(found.record.base);
+  config::Config config = load_config(&repo, base);
+  request.gates = jobs::restore_run_flags(found.record, config, jobs::local_run_flags(repo, found.record.id));
+  return jobs::resume_job(repo, config.settings(), found.record.id, request);
 }
 
 void print_run_outcome(const jobs::RunOutcome& outcome, bool json) {

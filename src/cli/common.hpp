@@ -46,6 +46,11 @@ ConfigFiles read_config_files(const git::Repository* repo, const std::optional<g
 nlohmann::json job_json(const jobs::JobRecord& record);
 std::string short_sha(const std::string& sha);
 
+// `resume JOB`, and `run --continue JOB` (request.instruction set): the job
+// runs on with the configuration a new job from its base would get plus the
+// flags it was started with (jobs/run_flags.hpp); `request` says the rest.
+jobs::RunOutcome take_up_job(const std::string& job, jobs::RunRequest request);
+
 // print_job_outcome for a job this process ran (`run`, `resume`).
 void print_run_outcome(const jobs::RunOutcome& outcome, bool json);
 

@@ -18,6 +18,7 @@ bool accepts(const std::string& command, const jobs::JobRecord& record, jobs::Jo
   if (command == "merge") return state != jobs::JobState::running && has_result;
   if (command == "diff") return has_result;
   if (command == "resume") return jobs::resumable(state);
+  if (command == "continue") return jobs::continuable(state);  // run --continue
   if (command == "stop") return state == jobs::JobState::running;
   return true;  // show, log, wait, discard
 }

@@ -123,7 +123,7 @@ int run_detached(const std::optional<std::string>& task_on_stdin, bool json) {
 
   util::SpawnOptions options;
   options.argv = child_arguments(id_write.get());
-  options.env = sandbox::current_environment();
+  options.env = util::current_environment();
   options.stdin_fd = task ? task.get() : -1;
   options.stdout_fd = out_pipe.write_end.get();
   options.stderr_fd = err_pipe.write_end.get();

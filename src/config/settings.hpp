@@ -44,6 +44,8 @@ struct RunSettings {
   std::vector<std::string> dependency_dirs;
   int attempts = 0;
   int max_parallel = 0;  // 0: no cap
+  // [run] notify: argv of the user's program told when a job ends; empty: none.
+  std::vector<std::string> notify;
   bool operator==(const RunSettings&) const = default;
 };
 

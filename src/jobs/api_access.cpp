@@ -28,11 +28,7 @@ std::string run_credential_command(const config::Credential& credential) {
   util::SpawnOptions options;
   options.argv = credential.command;
   options.argv[0] = util::find_in_path(options.argv[0], util::host_path());
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string_view text(*entry);
-    const auto equals = text.find('=');
-    if (equals != std::string_view::npos) options.env[std::string(text.substr(0, equals))] = text.substr(equals + 1);
-  }
+  options.env = util::current_environment();
   const std::string shown = "[[credential]] " + credential.name + " (" + credential.origin + "): its command " +
                             util::terminal_safe(util::shell_join(credential.command));
   util::CapturedRun run;

@@ -53,6 +53,7 @@ class JobRun {
       // record (after the snapshot, after each gate) keeps what it did.
       m_record.attempts.push_back({});
       m_record.attempts.back().number = number;
+      if (number == first_number) m_record.attempts.back().instruction = m_job.request.instruction;
       const bool last = number == first_number + attempts - 1;
       const auto verdict = run_attempt(number, prompt, parent);
       const AttemptRecord& attempt = m_record.attempts.back();

@@ -136,7 +136,7 @@ sandbox::Plan plan_for(const config::Settings& settings, const JobPaths& paths, 
   in.empty_file = paths.empty_file;
   in.tmp_name = "mullet-" + util::random_hex(4);
   in.root_entries = sandbox::scan_host_root();
-  in.host_env = sandbox::current_environment();
+  in.host_env = util::current_environment();
   in.extra_env_names = settings.sandbox.env;
   in.executor_env = phase.env;
   in.executor_mounts = phase.mounts;

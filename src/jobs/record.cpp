@@ -130,10 +130,12 @@ nlohmann::json attempts_json(const std::vector<AttemptRecord>& attempts) {
                        {"duration_ms", gate.duration_ms},
                        {"output_tail", output(gate.output_tail)}});
     }
-    array.push_back({{"number", attempt.number},
-                     {"result", null_if_empty(attempt.result)},
-                     {"error", null_if_empty(attempt.error)},
-                     {"gates", gates}});
+    array.push_back(
+        {{"number", attempt.number},
+         {"result", null_if_empty(attempt.result)},
+         {"error", null_if_empty(attempt.error)},
+         {"gates", gates},
+         {"instruction", attempt.instruction.empty() ? nlohmann::json() : nlohmann::json(text(attempt.instruction))}});
   }
   return array;
 }
@@ -323,6 +325,7 @@ AttemptRecord attempt_from_json(const Reader& in, const std::string& job) {
   attempt.number = in.integer("number", 0, 0, 1000000);
   attempt.result = in.object_id("result");
   attempt.error = in.text("error", max_text_bytes);
+  attempt.instruction = in.text("instruction", max_prompt_bytes);
   in.array("gates", [&](const nlohmann::json& item, const std::string& name) {
     attempt.gates.push_back(gate_from_json(Reader(item, name, job)));
   });

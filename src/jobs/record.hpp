@@ -73,6 +73,9 @@ struct AttemptRecord {
   std::string result;  // this attempt's snapshot commit; empty when the tree was the base's
   std::string error;   // empty when the worker succeeded
   std::vector<GateRecord> gates;
+  // The user's new instruction when `run --continue` started this attempt;
+  // empty for attempts of the job's own task.
+  std::string instruction;
 };
 
 // What an executor produces (executors/report.hpp), as the record keeps it.

@@ -30,6 +30,9 @@ struct RunRequest {
   // What the command line added to the configuration (run_flags_json), for
   // the record: `resume` replays it. Only a new job records it.
   nlohmann::json run_flags = nlohmann::json::object();
+  // `run --continue`: the user's new instruction for a job that ended.
+  // Empty for a new job and for `resume`.
+  std::string instruction;
 };
 
 struct RunOutcome {

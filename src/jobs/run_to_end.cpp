@@ -8,6 +8,7 @@
 
 #include "jobs/attempts.hpp"
 #include "jobs/layout.hpp"
+#include "jobs/notify.hpp"
 #include "jobs/phases.hpp"
 #include "jobs/slots.hpp"
 #include "util/clock.hpp"
@@ -92,21 +93,29 @@ RunOutcome store_final_record(const git::Repository& repo, JobStore& store, JobR
 RunOutcome run_to_end(const git::Repository& repo, const config::Settings& settings, JobStore& store, JobRecord& record,
                       const RunRequest& request, const executors::Executor& executor,
                       const std::optional<ResolvedApi>& api, const git_oid& start, const std::string& prompt) {
-  const Slot slot = wait_for_slot(repo, settings, record, request.show_worker_output);
-  std::string hint;
-  try {
-    hint = claim_uid_and_run(repo, settings, store, record, request, executor, api, start, prompt);
-  } catch (const Error& error) {
-    record.state = error.code() == ExitCode::refused ? JobState::refused : JobState::failed;
-    // What a signal stopped (the clone's checkout) ends the job as cancelled.
-    if (record.state == JobState::failed && util::cancel_requested()) record.state = JobState::cancelled;
-    record.error = error.what();
-    hint = error.hint();
-  } catch (const std::exception& error) {
-    record.state = JobState::failed;
-    record.error = std::string("internal error: ") + error.what();
+  RunOutcome outcome;
+  {
+    const Slot slot = wait_for_slot(repo, settings, record, request.show_worker_output);
+    std::string hint;
+    try {
+      hint = claim_uid_and_run(repo, settings, store, record, request, executor, api, start, prompt);
+    } catch (const Error& error) {
+      record.state = error.code() == ExitCode::refused ? JobState::refused : JobState::failed;
+      // What a signal stopped (the clone's checkout) ends the job as cancelled.
+      if (record.state == JobState::failed && util::cancel_requested()) record.state = JobState::cancelled;
+      record.error = error.what();
+      hint = error.hint();
+    } catch (const std::exception& error) {
+      record.state = JobState::failed;
+      record.error = std::string("internal error: ") + error.what();
+    }
+    outcome = store_final_record(repo, store, record, hint);
   }
-  return store_final_record(repo, store, record, hint);
+  // Once the job is on record and its slot is free: the program may read it.
+  if (const auto problem = notify_job_end(settings.run.notify, outcome.record); !problem.empty()) {
+    std::cerr << "git mullet: warning: " << problem << "\n";
+  }
+  return outcome;
 }
 
 }  // namespace mullet::jobs

@@ -70,7 +70,7 @@ PolicyInputs probe_inputs(const std::string& scratch, std::optional<uid_t> sandb
   in.helper_binary = util::self_executable();
   in.tmp_name = "mullet-" + util::random_hex(4);
   in.root_entries = scan_host_root();
-  in.host_env = current_environment();
+  in.host_env = util::current_environment();
   in.command = {"true"};
   in.limits.wall_seconds = util::probe_deadline_seconds;
   if (sandbox_uid) {

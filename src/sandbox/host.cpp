@@ -5,8 +5,6 @@
 
 #include <climits>
 
-extern char** environ;
-
 namespace mullet::sandbox {
 
 std::vector<RootEntry> scan_host_root() {
@@ -27,16 +25,6 @@ std::vector<RootEntry> scan_host_root() {
     entries.push_back(entry);
   }
   return entries;
-}
-
-std::map<std::string, std::string> current_environment() {
-  std::map<std::string, std::string> env;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string pair = *entry;
-    const auto equals = pair.find('=');
-    if (equals != std::string::npos) env[pair.substr(0, equals)] = pair.substr(equals + 1);
-  }
-  return env;
 }
 
 }  // namespace mullet::sandbox

@@ -10,6 +10,5 @@
 namespace mullet::sandbox {
 
 std::vector<RootEntry> scan_host_root();
-std::map<std::string, std::string> current_environment();
 
 }  // namespace mullet::sandbox

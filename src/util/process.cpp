@@ -157,6 +157,16 @@ void Child::kill_and_reap() noexcept {
   m_pid = -1;
 }
 
+Environment current_environment() {
+  Environment env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view pair(*entry);
+    const auto equals = pair.find('=');
+    if (equals != std::string_view::npos) env[std::string(pair.substr(0, equals))] = pair.substr(equals + 1);
+  }
+  return env;
+}
+
 Child spawn(const SpawnOptions& options) {
   if (options.argv.empty()) throw failure("internal error: spawn without a program");
 

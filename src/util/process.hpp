@@ -81,6 +81,9 @@ class Child {
   bool m_leads_group = false;
 };
 
+// Our own environment, as it is now: the one place that reads `environ`.
+Environment current_environment();
+
 // Starts the child. Throws mullet::Error when the program cannot be started
 // (the message names it).
 Child spawn(const SpawnOptions& options);

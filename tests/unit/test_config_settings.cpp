@@ -30,7 +30,7 @@ std::string messages(const std::vector<Problem>& problems) {
 // Settings as the schema's defaults make them, written out field by field.
 Settings built_in() {
   Settings settings;
-  settings.run = {"claude", "", "", {"node_modules", "vendor", ".venv", "target", "build"}, 1, 0};
+  settings.run = {"claude", "", "", {"node_modules", "vendor", ".venv", "target", "build"}, 1, 0, {}};
   settings.sandbox = {{}, 1879048192, 1024, mullet::config::History::base};
   settings.network = {{}, {}};
   settings.claude = {"claude", "https://api.anthropic.com", {}, ""};
@@ -73,7 +73,7 @@ TEST_CASE("every key of the schema lands in a field of its own") {
     changed[key] = config.settings();
     CHECK(changed[key] != default_settings);
   }
-  CHECK(changed.size() == 31);
+  CHECK(changed.size() == 32);
   for (auto first = changed.begin(); first != changed.end(); ++first) {
     for (auto second = std::next(first); second != changed.end(); ++second) {
       INFO(first->first << " and " << second->first);
@@ -99,7 +99,7 @@ TEST_CASE("Settings follow the user's file, typed") {
   INFO(messages(problems));
   REQUIRE(problems.empty());
   Settings expected;
-  expected.run = {"command", "make fix", "npm ci", {"node_modules"}, 3, 2};
+  expected.run = {"command", "make fix", "npm ci", {"node_modules"}, 3, 2, {}};
   expected.sandbox = {{"GOFLAGS"}, 100000, 8, mullet::config::History::all};
   expected.network = {{"registry.npmjs.org:443"}, {"*"}};
   expected.claude = {"/opt/claude", "http://127.0.0.1:8080", {"make *"}, ""};

@@ -394,7 +394,7 @@ TEST_CASE("every stop reason is written by its name and read back") {
     REQUIRE(reason.has_value());
     JobRecord record = full_record();
     record.phases[0].ended_by = *reason;
-    record.attempts.push_back({1, "", "", {}});
+    record.attempts.push_back({1, "", "", {}, ""});
     record.attempts[0].gates.push_back({"g", "true", std::string(40, 'b'), false, 1, *reason, 5, ""});
     const json written = to_json(record);
     CHECK(written["phases"][0]["ended_by"] == name);
@@ -435,7 +435,7 @@ TEST_CASE("to_json writes only what record_from_json accepts") {
   record.report.model = std::string(1000, 'm');
   record.report.permission_denials = json::array();
   for (int i = 0; i < 10010; ++i) record.report.permission_denials.push_back(json::object());
-  record.attempts.push_back({1, std::string(40, 'b'), "\x1b", {}});
+  record.attempts.push_back({1, std::string(40, 'b'), "\x1b", {}, ""});
   record.attempts[0].gates.push_back(
       {"t\x1b", std::string(70000, 'g'), std::string(40, 'b'), false, 1, StopReason::exit, 5, "x"});
   JobRecord back;

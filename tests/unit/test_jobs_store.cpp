@@ -144,7 +144,7 @@ TEST_CASE("store: concurrent updates lose nothing") {
         JobStore store(own);
         for (int i = 0; i < updates_each; ++i) {
           store.update(created.id, [&](JobRecord& record) {
-            record.attempts.push_back(AttemptRecord{writer * 100 + i, "", "", {}});
+            record.attempts.push_back(AttemptRecord{writer * 100 + i, "", "", {}, ""});
           });
         }
       } catch (const Error&) {
