@@ -159,7 +159,7 @@ test_a_file_too_large_to_include_is_refused_by_name() {
   assert_eq "$(user_state)" "$before" "the user's state"
 }
 
-test_a_job_on_uncommitted_changes_resumes_from_its_snapshot() {
+test_a_job_on_uncommitted_changes_resumes_and_continues_from_its_snapshot() {
   dirty_repo
   # Fails the first time (leaving a marker in its snapshot), succeeds the next.
   expect_exit 1 git mullet run --json -q --include-uncommitted \
@@ -172,6 +172,11 @@ test_a_job_on_uncommitted_changes_resumes_from_its_snapshot() {
   assert_eq "$(json_field "$OUT" base)" "$base" "the base stays"
   assert_eq "$(json_field "$OUT" base_uncommitted)" True "base_uncommitted stays"
   assert_eq "$(git show "$(json_field "$OUT" result):done.txt")" untracked "the resumed worker's work tree"
+  # Continued, it keeps its base too; --include-uncommitted does not go with --continue.
+  expect_exit 2 git mullet run --json -q --continue "$job" --include-uncommitted -m "more"
+  expect_exit 0 git mullet run --json -q --continue "$job" -m "more"
+  assert_eq "$(json_field "$OUT" base)" "$base" "the base stays when continued"
+  assert_eq "$(json_field "$OUT" base_uncommitted)" True "base_uncommitted stays when continued"
 }
 
 run_tests
