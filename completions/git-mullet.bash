@@ -71,7 +71,7 @@ _git_mullet ()
 
 	case "$subcommand,$cur" in
 	run,-*)
-		__gitcomp "--message= --file= --base= --executor= --command= --title= --setup= --gate= --attempts= --model= --continue= --json --dry-run --detach --quiet --help" ;;
+		__gitcomp "--message= --file= --base= --executor= --command= --title= --setup= --gate= --attempts= --model= --continue= --json --dry-run --detach --include-uncommitted --quiet --help" ;;
 	list,-*)
 		__gitcomp "--json --state= --max-count= --help" ;;
 	stop,-*)

@@ -53,6 +53,7 @@ complete -c git-mullet -n '__fish_seen_subcommand_from run' -l model -x -d 'Mode
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l continue -x -a '(__git_mullet_jobs continue)' -d 'More attempts of a job that ended, with a new instruction'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l json -d 'Print the job record as JSON'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l dry-run -d 'Print the sandbox plan and run nothing'
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -l include-uncommitted -d 'Start from HEAD plus the uncommitted changes'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -s q -l quiet -d "Do not echo the worker's output"
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l detach -d 'Run in the background: print the job id and return'
 

@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/detach.hpp"
+#include "git/uncommitted.hpp"
 #include "jobs/dry_run.hpp"
 #include "jobs/run_flags.hpp"
 #include "jobs/run_job.hpp"
@@ -37,6 +38,7 @@ struct RunOptions {
   bool dry_run = false;
   bool quiet = false;
   bool detach = false;
+  bool include_uncommitted = false;
   int report_id_fd = -1;  // set in the detached child (see cli/detach.hpp)
 };
 
@@ -87,6 +89,39 @@ int continue_job(const RunOptions& options, const std::string& instruction,
   return static_cast<int>(outcome.exit_code);
 }
 
+// The commit a job starts from and, when it is one of the uncommitted
+// changes (--include-uncommitted), the HEAD they were on. Without --base, a
+// note tells that uncommitted changes stay out, or that there were none to take.
+std::pair<git_oid, std::optional<git_oid>> choose_base(const git::Repository& repo, const RunOptions& options) {
+  if (!options.base.empty() && !options.include_uncommitted) return {repo.resolve_commit(options.base), std::nullopt};
+  const git_oid head = repo.head_commit();
+  const git_oid base = options.base.empty() ? head : repo.resolve_commit(options.base);
+  const std::string head_name = "HEAD (" + short_sha(git::oid_to_string(head)) + ")";
+  if (options.include_uncommitted) {
+    if (git_oid_cmp(&base, &head) != 0) {
+      throw usage_error("--include-uncommitted takes the changes made on HEAD, and --base names another commit",
+                        "drop --base, or commit the changes first");
+    }
+    const auto settings = load_config(&repo, head).settings();
+    const auto made =
+        git::commit_uncommitted_changes(repo, head, settings.limits.file_mb.bytes(), git::user_identity(repo));
+    if (made) return {*made, head};
+    std::cerr << "note: the work tree has no uncommitted changes; the job starts from " << head_name << "\n";
+    return {head, std::nullopt};
+  }
+  bool dirty = false;
+  try {
+    dirty = git::has_uncommitted_changes(repo, head);
+  } catch (const Error&) {
+    // Only a note depends on it: a work tree git cannot read stays unmentioned.
+  }
+  if (dirty) {
+    std::cerr << "note: the job starts from " << head_name
+              << " and leaves your uncommitted changes out (--include-uncommitted takes them along)\n";
+  }
+  return {base, std::nullopt};
+}
+
 int run(const RunOptions& options) {
   if (options.detach) {
     if (options.dry_run) {
@@ -103,7 +138,7 @@ int run(const RunOptions& options) {
   const std::string prompt = read_prompt(options);
   if (!options.continue_job.empty()) return continue_job(options, prompt, report_id);
   const git::Repository repo = open_repository();
-  const git_oid base = options.base.empty() ? repo.head_commit() : repo.resolve_commit(options.base);
+  const auto [base, base_head] = choose_base(repo, options);
   config::Config config = load_config(&repo, base);
   if (!options.command.empty()) {
     config.set_from_flag("run.command", options.command, "--command");
@@ -151,6 +186,7 @@ int run(const RunOptions& options) {
   request.prompt = prompt;
   request.title = options.title;
   request.base = base;
+  request.base_head = base_head;
   request.show_worker_output = !options.quiet && !options.json;
   request.gates = gates;
   request.run_flags = jobs::run_flags_json(config, gates);
@@ -173,6 +209,9 @@ void add_run_command(CLI::App& app, Action& chosen) {
   sub->add_option("-m,--message", options->message, "The task, as text")->type_name("MESSAGE");
   sub->add_option("-F,--file", options->message_file, "Read the task from FILE (- for stdin)")->type_name("FILE");
   sub->add_option("--base", options->base, "Commit to start from (default: HEAD)")->type_name("COMMIT");
+  sub->add_flag("--include-uncommitted", options->include_uncommitted,
+                "Start from a commit of HEAD plus the work tree's uncommitted changes and untracked files that are "
+                "not ignored (the index, HEAD and work tree stay as they are)");
   sub->add_option("--executor", options->executor, "Worker: claude (default), opencode or command")->type_name("NAME");
   sub->add_option("--command", options->command, "Shell command for the command executor (implies it)")
       ->type_name("CMD");
@@ -202,8 +241,8 @@ void add_run_command(CLI::App& app, Action& chosen) {
   // For the detached child only, so not in the help (group "").
   sub->add_option(report_id_fd_option, options->report_id_fd, "The descriptor to write the job's id to")->group("");
   // A continued job keeps what it was started with.
-  for (const char* name :
-       {"--base", "--executor", "--command", "--title", "--setup", "--gate", "--attempts", "--model", "--dry-run"}) {
+  for (const char* name : {"--base", "--include-uncommitted", "--executor", "--command", "--title", "--setup", "--gate",
+                           "--attempts", "--model", "--dry-run"}) {
     continued->excludes(sub->get_option(name));
   }
   sub->callback([options, &chosen] { chosen = [options] { return run(*options); }; });

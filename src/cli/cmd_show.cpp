@@ -65,7 +65,10 @@ int show(const ShowOptions& options) {
   print_field(out, "title", record.title);
   print_field(out, "state", jobs::state_name(state) + (state == jobs::JobState::no_changes ? " (no changes)" : ""));
   if (state == jobs::JobState::running) print_field(out, "now", where_it_is(record));
-  print_field(out, "base", record.base);
+  print_field(out, "base",
+              record.base + (record.base_uncommitted ? " (uncommitted changes on " + short_sha(record.base_head) +
+                                                           ", --include-uncommitted)"
+                                                     : ""));
   print_field(out, "result", record.result.empty() ? "none" : record.result);
   print_field(out, "executor",
               record.executor.name + (record.executor.command.empty() ? "" : ": " + record.executor.command) +

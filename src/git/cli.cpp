@@ -81,6 +81,26 @@ util::Environment hardened_git_environment(const GitCliTarget& target) {
                            {"GIT_ATTR_NOSYSTEM", "1"},      {"GIT_TERMINAL_PROMPT", "0"},
                            {"GIT_NO_REPLACE_OBJECTS", "1"}, {"GIT_DIR", target.git_dir}};
   if (target.work_tree) env.emplace("GIT_WORK_TREE", *target.work_tree);
+  if (target.index_file) env.emplace("GIT_INDEX_FILE", *target.index_file);
+  if (target.object_directory) env.emplace("GIT_OBJECT_DIRECTORY", *target.object_directory);
+  if (target.user_config) {
+    env.erase("GIT_CONFIG_NOSYSTEM");
+    env.erase("GIT_CONFIG_GLOBAL");
+    for (const char* name : {"GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_PARAMETERS",
+                             "GIT_CONFIG_COUNT", "XDG_CONFIG_HOME", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL",
+                             "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL"}) {
+      if (const char* value = std::getenv(name)) env.emplace(name, value);
+    }
+    // `git -c` as GIT_CONFIG_COUNT, GIT_CONFIG_KEY_<n>, GIT_CONFIG_VALUE_<n>.
+    const char* count = std::getenv("GIT_CONFIG_COUNT");
+    const long entries = count != nullptr ? std::strtol(count, nullptr, 10) : 0;
+    for (long i = 0; i < std::min(entries, 1000L); ++i) {
+      for (const char* prefix : {"GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"}) {
+        const std::string name = prefix + std::to_string(i);
+        if (const char* value = std::getenv(name.c_str())) env.emplace(name, value);
+      }
+    }
+  }
   if (!target.alternates.empty()) env.emplace("GIT_ALTERNATE_OBJECT_DIRECTORIES", alternates_value(target.alternates));
   // Keep colours and the terminal width for output the user reads.
   if (const char* term = std::getenv("TERM")) env.emplace("TERM", term);

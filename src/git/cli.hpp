@@ -18,6 +18,14 @@ struct GitCliTarget {
   std::optional<std::string> work_tree;
   // Extra object directories (GIT_ALTERNATE_OBJECT_DIRECTORIES).
   std::vector<std::string> alternates;
+  // GIT_INDEX_FILE and GIT_OBJECT_DIRECTORY, when set (a scratch git dir of
+  // ours that reads and writes the user's objects).
+  std::optional<std::string> index_file{};
+  std::optional<std::string> object_directory{};
+  // Read the user's configuration as git does for them (system, global, `git
+  // -c`, the identity variables) instead of none: only for commands that read
+  // settings (`git var`), never for one that writes or checks out.
+  bool user_config = false;
 };
 
 // GIT_ALTERNATE_OBJECT_DIRECTORIES for these directories (C-quoting those

@@ -74,6 +74,12 @@ std::string Repository::objects_dir() const {
   return common_dir() + "/objects";
 }
 
+std::optional<std::string> Repository::work_tree() const {
+  const char* workdir = git_repository_workdir(m_repo.get());
+  if (workdir == nullptr) return std::nullopt;
+  return strip_slash(workdir);
+}
+
 git_oid Repository::resolve_commit(const std::string& rev) const {
   git_object* raw = nullptr;
   if (git_revparse_single(&raw, m_repo.get(), rev.c_str()) < 0) {

@@ -34,6 +34,8 @@ class Repository {
   std::string git_dir() const;     // this checkout's git dir
   std::string common_dir() const;  // shared by all worktrees: refs, objects
   std::string objects_dir() const;
+  // The work tree this checkout has (no trailing slash); nullopt when bare.
+  std::optional<std::string> work_tree() const;
 
   // Resolves a revision to a commit; throws a usage error naming `rev`.
   git_oid resolve_commit(const std::string& rev) const;

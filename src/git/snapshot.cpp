@@ -306,8 +306,9 @@ Snapshot take_snapshot(const Repository& user_repo, const ClonePaths& clone, con
 }
 
 git_oid commit_snapshot(const Repository& user_repo, const git_oid& tree_id, const git_oid& parent_id,
-                        const std::string& message) {
-  const auto signature = mullet_signature();
+                        const std::string& message, const UserIdentity& identity) {
+  const auto author = signature_or_mullet(identity.author);
+  const auto committer = signature_or_mullet(identity.committer);
   git_tree* raw_tree = nullptr;
   check(git_tree_lookup(&raw_tree, user_repo.get(), &tree_id), "cannot read the snapshot tree");
   TreePtr tree(raw_tree);
@@ -316,8 +317,8 @@ git_oid commit_snapshot(const Repository& user_repo, const git_oid& tree_id, con
   CommitPtr parent(raw_parent);
   const git_commit* parents[] = {parent.get()};
   git_oid commit_id{};
-  check(git_commit_create(&commit_id, user_repo.get(), nullptr, signature.get(), signature.get(), nullptr,
-                          message.c_str(), tree.get(), 1, parents),
+  check(git_commit_create(&commit_id, user_repo.get(), nullptr, author.get(), committer.get(), nullptr, message.c_str(),
+                          tree.get(), 1, parents),
         "cannot write the snapshot commit");
   return commit_id;
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "git/authorship.hpp"
 #include "git/clone.hpp"
 #include "git/repository.hpp"
 
@@ -41,8 +42,10 @@ struct Snapshot {
 // recorded; untracked paths that .gitignore ignores are left out.
 Snapshot take_snapshot(const Repository& user_repo, const ClonePaths& clone, const SnapshotOptions& options);
 
-// Creates (without moving any ref) a commit of `tree` whose parent is `parent`.
+// Creates (without moving any ref) a commit of `tree` whose parent is `parent`,
+// authored and committed by `identity` where the user set one (else
+// git-mullet's own signature).
 git_oid commit_snapshot(const Repository& user_repo, const git_oid& tree, const git_oid& parent,
-                        const std::string& message);
+                        const std::string& message, const UserIdentity& identity);
 
 }  // namespace mullet::git

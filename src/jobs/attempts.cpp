@@ -209,8 +209,11 @@ class JobRun {
 
     // What the worker did so far is kept whatever ended it; the record
     // follows each attempt, so a crash later loses nothing.
+    // The result commit's Mullet-Model: the model asked for ([claude] model,
+    // [opencode] model, --model), else the one the worker said it used.
+    const std::string model = !m_record.executor.model.empty() ? m_record.executor.model : m_record.report.model;
     const git_oid commit = snapshot_attempt(m_job.repo, m_paths, m_record, number, parent, m_dependency_dirs,
-                                            m_settings.limits.file_mb.bytes());
+                                            m_settings.limits.file_mb.bytes(), model);
     save();
     AttemptRecord& attempt = m_record.attempts.back();
     // The executor judges the rest, its own refusal (worker_refused) included.

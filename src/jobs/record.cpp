@@ -528,6 +528,8 @@ nlohmann::json to_json(const JobRecord& record) {
       {"prompt", text(record.prompt)},
       {"state", state_name(record.state)},
       {"base", record.base},
+      {"base_uncommitted", record.base_uncommitted},
+      {"base_head", null_if_empty(record.base_head)},
       {"result", null_if_empty(record.result)},
       {"executor", record.executor.name},
       {"executor_command", null_if_empty(record.executor.command)},
@@ -604,6 +606,11 @@ JobRecord record_from_json(const nlohmann::json& json, const std::string& job) {
   record.state = *state;
   record.base = in.object_id("base");
   if (record.base.empty()) in.damaged("base", "is missing");
+  record.base_uncommitted = in.boolean("base_uncommitted");
+  record.base_head = in.object_id("base_head");
+  if (record.base_uncommitted != !record.base_head.empty()) {
+    in.damaged("base_head", "is set without base_uncommitted, or missing with it");
+  }
   record.result = in.object_id("result");
   record.sequence = in.integer<std::int64_t>("sequence", 0, 0, std::int64_t{1} << 50);
   record.created_at = in.line("created_at", max_name_bytes);

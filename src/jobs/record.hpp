@@ -113,8 +113,12 @@ struct JobRecord {
   std::string title;
   std::string prompt;
   JobState state = JobState::running;
-  std::string base;    // full sha
-  std::string result;  // full sha, empty when there is none
+  std::string base;  // full sha
+  // run --include-uncommitted: the base is a commit of the work tree's
+  // uncommitted changes whose only parent is base_head (HEAD then).
+  bool base_uncommitted = false;
+  std::string base_head;  // full sha; empty unless base_uncommitted
+  std::string result;     // full sha, empty when there is none
   ExecutorRecord executor;
   // Its place among this repository's jobs (1, 2, ...; 0 in records that
   // predate it): orders jobs created within one clock tick.

@@ -38,6 +38,10 @@ RunOutcome run_job(const git::Repository& repo, const config::Settings& settings
   record.title = request.title.empty() ? util::first_line(request.prompt, title_max_bytes) : request.title;
   record.prompt = request.prompt;
   record.base = git::oid_to_string(request.base);
+  if (request.base_head) {
+    record.base_uncommitted = true;
+    record.base_head = git::oid_to_string(*request.base_head);
+  }
   record.executor = spec.record;
   record.sequence = next_job_sequence(repo);
   record.created_at = util::now_utc_ms();

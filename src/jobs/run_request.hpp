@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ struct RunRequest {
   std::string prompt;
   std::string title;
   git_oid base{};
+  // The base is a commit of the work tree's uncommitted changes on this HEAD
+  // (run --include-uncommitted).
+  std::optional<git_oid> base_head;
   bool show_worker_output = true;  // stream the worker's output to stderr
   // Called once the job's record exists (its id is known), before it waits
   // for a slot or runs anything.

@@ -10,18 +10,18 @@
 namespace mullet::jobs {
 namespace {
 
-std::string snapshot_message(const JobRecord& record, int attempt) {
+std::string snapshot_message(const JobRecord& record, int attempt, const std::string& model) {
   return (record.title.empty() ? "git-mullet job " + record.id : record.title) +
          (attempt > 1 ? " (attempt " + std::to_string(attempt) + ")" : "") + "\n\nMade by git-mullet job " + record.id +
-         " (executor: " + record.executor.name + ").\n\nMullet-Job: " + record.id +
-         "\nMullet-Attempt: " + std::to_string(attempt) + "\n";
+         " (executor: " + record.executor.name + ").\n\n" +
+         git::result_trailers({record.id, attempt, record.executor.name, model, record.executor.version});
 }
 
 }  // namespace
 
 git_oid snapshot_attempt(const git::Repository& repo, const JobPaths& paths, JobRecord& record, int number,
                          const git_oid& parent, const std::vector<std::string>& dependency_dirs,
-                         std::uint64_t largest_file_bytes) {
+                         std::uint64_t largest_file_bytes, const std::string& model) {
   const git_oid base = git::oid_from_string(record.base);
   const git_oid base_tree = repo.tree_of(base);
   const git::Snapshot snapshot =
@@ -39,7 +39,8 @@ git_oid snapshot_attempt(const git::Repository& repo, const JobPaths& paths, Job
     record.result.clear();
     return base;
   }
-  const git_oid commit = git::commit_snapshot(repo, snapshot.tree, parent, snapshot_message(record, number));
+  const git_oid commit = git::commit_snapshot(repo, snapshot.tree, parent, snapshot_message(record, number, model),
+                                              git::user_identity(repo));
   record.attempts.back().result = git::oid_to_string(commit);
   record.result = record.attempts.back().result;
   return commit;

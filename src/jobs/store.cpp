@@ -161,6 +161,15 @@ void JobStore::check_commits(const JobRecord& r, git_commit* record) const {
       (!r.result.empty() && git::oid_to_string(*git_commit_parent_id(record, 1)) != r.result)) {
     throw DamagedRecord(r.id, "base/result", "are not the record commit's parents");
   }
+  // A base made of uncommitted changes sits on the HEAD the record names.
+  if (r.base_uncommitted) {
+    expect_commit(r.id, "base_head", r.base_head, false);
+    const auto base = lookup_commit(m_repo.get(), git::oid_from_string(r.base));
+    if (git_commit_parentcount(base.get()) != 1 ||
+        git::oid_to_string(*git_commit_parent_id(base.get(), 0)) != r.base_head) {
+      throw DamagedRecord(r.id, "base_head", "is not the base commit's parent");
+    }
+  }
   // Earlier attempts' snapshots may have been pruned; those that exist must be commits.
   for (std::size_t a = 0; a < r.attempts.size(); ++a) {
     const std::string field = "attempts[" + std::to_string(a) + "]";

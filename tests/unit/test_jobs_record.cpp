@@ -103,6 +103,8 @@ void check_same(const JobRecord& a, const JobRecord& b) {
   CHECK(a.prompt == b.prompt);
   CHECK(a.state == b.state);
   CHECK(a.base == b.base);
+  CHECK(a.base_uncommitted == b.base_uncommitted);
+  CHECK(a.base_head == b.base_head);
   CHECK(a.result == b.result);
   CHECK(a.executor.name == b.executor.name);
   CHECK(a.executor.command == b.executor.command);
@@ -158,6 +160,8 @@ TEST_CASE("to_json writes every field under its documented name") {
   CHECK(out["title"] == "Fix the parser");
   CHECK(out["state"] == "succeeded");
   CHECK(out["base"] == std::string(40, 'a'));
+  CHECK(out["base_uncommitted"] == false);
+  CHECK(out["base_head"].is_null());
   CHECK(out["result"] == std::string(40, 'b'));
   CHECK(out["executor"] == "command");
   CHECK(out["executor_command"] == "make fix");
@@ -210,6 +214,10 @@ TEST_CASE("a record survives to_json, text and record_from_json unchanged") {
     record.snapshot_warnings.clear();
     record.executor.command.clear();
     record.executor.version.clear();
+  }
+  SUBCASE("based on uncommitted changes") {
+    record.base_uncommitted = true;
+    record.base_head = std::string(40, 'c');
   }
   SUBCASE("every state") {
     for (const auto state : {JobState::no_changes, JobState::refused, JobState::cancelled, JobState::interrupted}) {
@@ -305,6 +313,14 @@ TEST_CASE("record_from_json refuses every field of the wrong type, size or conte
   CHECK(damaged_field([](json& r) { r["base"] = std::string(39, 'a'); }) == "base");
   CHECK(damaged_field([](json& r) { r.erase("base"); }) == "base");
   CHECK(damaged_field([](json& r) { r["result"] = "HEAD"; }) == "result");
+  CHECK(damaged_field([](json& r) { r["base_uncommitted"] = "yes"; }) == "base_uncommitted");
+  CHECK(damaged_field([](json& r) { r["base_head"] = "HEAD"; }) == "base_head");
+  CHECK(damaged_field([](json& r) { r["base_head"] = std::string(40, 'c'); }) == "base_head");  // not uncommitted
+  CHECK(damaged_field([](json& r) { r["base_uncommitted"] = true; }) == "base_head");           // no HEAD named
+  CHECK(damaged_field([](json& r) {
+          r["base_uncommitted"] = true;
+          r["base_head"] = std::string(40, 'c');
+        }) == "(accepted)");
   CHECK(damaged_field([](json& r) { r["result"] = false; }) == "result");
   CHECK(damaged_field([](json& r) {
           r["attempts"] = json::array({{{"number", 1}, {"result", "-p"}}});
