@@ -19,6 +19,7 @@ bool accepts(const std::string& command, const jobs::JobRecord& record, jobs::Jo
   if (command == "diff") return has_result;
   if (command == "resume") return jobs::resumable(state);
   if (command == "stop") return state == jobs::JobState::running;
+  if (command == "shell") return state != jobs::JobState::running;
   return true;  // show, log, wait, discard
 }
 

@@ -67,9 +67,14 @@ struct GateRecord {
   std::string output_tail;
 };
 
+// What made an attempt: the worker, or a person in `git mullet shell
+// --record` (no gates judged it).
+enum class AttemptKind { worker, shell };
+
 // One run of the worker, its snapshot and the gates that judged it.
 struct AttemptRecord {
   int number = 0;
+  AttemptKind kind = AttemptKind::worker;
   std::string result;  // this attempt's snapshot commit; empty when the tree was the base's
   std::string error;   // empty when the worker succeeded
   std::vector<GateRecord> gates;

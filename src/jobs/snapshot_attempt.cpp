@@ -14,7 +14,8 @@ std::string snapshot_message(const JobRecord& record, int attempt) {
   return (record.title.empty() ? "git-mullet job " + record.id : record.title) +
          (attempt > 1 ? " (attempt " + std::to_string(attempt) + ")" : "") + "\n\nMade by git-mullet job " + record.id +
          " (executor: " + record.executor.name + ").\n\nMullet-Job: " + record.id +
-         "\nMullet-Attempt: " + std::to_string(attempt) + "\n";
+         "\nMullet-Attempt: " + std::to_string(attempt) + "\n" +
+         (!record.attempts.empty() && record.attempts.back().kind == AttemptKind::shell ? "Mullet-Kind: shell\n" : "");
 }
 
 }  // namespace
