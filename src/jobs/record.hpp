@@ -74,10 +74,10 @@ enum class AttemptKind { worker, shell };
 // One run of the worker, its snapshot and the gates that judged it.
 struct AttemptRecord {
   int number = 0;
-  AttemptKind kind = AttemptKind::worker;
   std::string result;  // this attempt's snapshot commit; empty when the tree was the base's
   std::string error;   // empty when the worker succeeded
   std::vector<GateRecord> gates;
+  AttemptKind kind = AttemptKind::worker;
 };
 
 // What an executor produces (executors/report.hpp), as the record keeps it.
