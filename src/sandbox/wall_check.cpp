@@ -186,9 +186,10 @@ int wall_check_main(const std::vector<std::string>& args) {
   std::string problem = report_fd < 0 ? "no report descriptor" : check_walls(empty_dirs, sealed_dirs, allowed_env);
   if (problem.empty() && command.empty()) problem = "no command to run";
   // An interactive shell's terminal: the pty the host gave as stdin becomes
-  // the controlling terminal of this session (bwrap's --new-session made us
-  // its leader), so job control works and /dev/tty is that pty.
-  if (problem.empty() && terminal && ::ioctl(STDIN_FILENO, TIOCSCTTY, 0) != 0) {
+  // the controlling terminal of a session of our own (bwrap's --new-session
+  // session is led by its init, pid 1), so job control works and /dev/tty is
+  // that pty.
+  if (problem.empty() && terminal && (::setsid() < 0 || ::ioctl(STDIN_FILENO, TIOCSCTTY, 0) != 0)) {
     problem = "cannot make the terminal it was given its own: " + util::errno_text(errno);
   }
   if (!problem.empty()) {

@@ -96,10 +96,35 @@ test_the_users_terminal_modes_are_restored() {
   a_job
   # stty -a of the terminal before and after, from inside the outer program's
   # command: one shell that runs git mullet shell between two stty calls.
+  # --foreground: timeout would otherwise run git-mullet in a process group
+  # of its own, in the terminal's background, where changing the terminal's
+  # modes stops it (SIGTTOU), as it would any program.
   python3 "$LIB/tiocsti_outer.py" "$PWD/../report.json" \
-    sh -c 'stty -g >"$1/before"; timeout -k 5 60 git mullet shell "$2" -- true; stty -g >"$1/after"' _ "$PWD/.." "$JOB"
-  assert_eq "$(json_get "$(cat "$PWD/../report.json")" .code)" 0 "exit code"
+    sh -c 'stty -g >"$1/before"; timeout --foreground -k 5 60 git mullet shell "$2" -- sh -c "stty -a; exit 0"
+      echo $? >"$1/code"; stty -g >"$1/after"' _ "$PWD/.." "$JOB"
+  local report
+  report="$(cat "$PWD/../report.json")"
+  assert_eq "$(json_get "$report" .code)" 0 "exit code"
+  assert_eq "$(cat "$PWD/../code")" 0 "git mullet shell's exit code (output: $(json_get "$report" .output))"
+  # Inside, a terminal with its usual modes (the pty's own, not raw).
+  assert_contains "$(json_get "$report" .output)" "icanon" "stty -a inside"
   assert_eq "$(cat "$PWD/../after")" "$(cat "$PWD/../before")" "the terminal's modes after the shell"
+}
+
+test_an_interactive_shell_on_a_terminal_is_typed_into_and_recorded() {
+  a_job
+  # Typed at once; the terminal keeps it until the shell reads it.
+  OUTER_INPUT=$'echo typed >typed.txt; tty; exit\n' python3 "$LIB/tiocsti_outer.py" "$PWD/../report.json" \
+    timeout -k 5 60 git mullet shell --record "$JOB"
+  local report output
+  report="$(cat "$PWD/../report.json")"
+  output="$(json_get "$report" .output | tr -d '\r')"
+  assert_eq "$(json_get "$report" .code)" 0 "exit code (output: $output)"
+  assert_contains "$output" "recorded as attempt 2 of job $JOB"
+  assert_eq "$(json_get "$report" .injected)" "" "what reached the user's terminal's input"
+  local result
+  result="$(json_field "$(git mullet show --json "$JOB")" result)"
+  assert_eq "$(git show "$result:typed.txt")" typed "typed.txt in the recorded attempt"
 }
 
 run_tests

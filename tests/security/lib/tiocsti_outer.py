@@ -9,7 +9,8 @@ user's shell would have run. REPORT gets JSON: COMMAND's exit code, what
 reached the terminal, what was injected, and the terminal's device (st_dev,
 st_rdev), to compare with the descriptors the sandbox was given. Every wait
 is for an event (output, exit, the marker), bounded only as a failure
-guard."""
+guard. With OUTER_INPUT in the environment, that text is typed into the
+terminal at the start (the terminal keeps it until it is read)."""
 import fcntl
 import json
 import os
@@ -29,6 +30,8 @@ def controlling_terminal():
 
 
 proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, preexec_fn=controlling_terminal)
+if os.environ.get("OUTER_INPUT"):
+    os.write(master, os.environ["OUTER_INPUT"].encode())
 output = b""
 while True:
     ready, _, _ = select.select([master], [], [], 0.2)
