@@ -51,6 +51,10 @@ test_record_makes_a_shell_attempt_that_merge_takes() {
   assert_eq "$(git show "$result:one.txt")" one "one.txt in the shell's snapshot"
   assert_eq "$(json_field "$json" state)" succeeded "state"
   git log -1 --format=%B "$result" | grep -F 'Mullet-Kind: shell' >/dev/null || fail "no Mullet-Kind trailer"
+  # The record, with its shell attempt, is what the schema says.
+  printf '%s' "$json" | python3 "$HARNESS_DIR/validate_json.py" \
+    "$HARNESS_DIR/../../docs/json-schema/git-mullet.schema.json" job ||
+    fail "the record with a shell attempt does not validate against the schema"
   expect_exit 0 git mullet merge "$JOB"
   assert_eq "$(git show "mullet/$JOB:new.txt")" hi "new.txt on the merged branch"
 }
