@@ -13,6 +13,10 @@
 #   refuses TIOCSTI too. The positive control: where the kernel allows
 #   TIOCSTI (dev.tty.legacy_tiocsti = 1), the injection into the sandbox's
 #   own pty works, so the outer one was really tried.
+#   Tried by hand: given the outer terminal as its stdin/stdout/stderr
+#   without a session of its own, the sandbox typed four commands into it
+#   (the test failed on `injected`); with bwrap's --new-session kept, TIOCSTI
+#   was refused but the test failed on the st_dev/st_rdev check.
 source "$(dirname "$0")/../lib/harness.sh"
 source "$(dirname "$0")/lib/common.bash"
 
