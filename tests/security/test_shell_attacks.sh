@@ -131,4 +131,24 @@ test_an_interactive_shell_on_a_terminal_is_typed_into_and_recorded() {
   assert_eq "$(git show "$result:typed.txt")" typed "typed.txt in the recorded attempt"
 }
 
+test_the_window_size_reaches_the_shell_and_follows_the_terminal() {
+  a_job
+  # The program inside says its size, waits for SIGWINCH (its handler is in
+  # place before it says READY), then says its size again.
+  local inner='import os, signal
+signal.signal(signal.SIGWINCH, lambda *a: None)
+print("FIRST", os.get_terminal_size(0).lines, os.get_terminal_size(0).columns, flush=True)
+print("READY", flush=True)
+signal.pause()
+print("THEN", os.get_terminal_size(0).lines, os.get_terminal_size(0).columns, flush=True)'
+  OUTER_SIZE=31x97 OUTER_RESIZE=READY:42x123 python3 "$LIB/tiocsti_outer.py" "$PWD/../report.json" \
+    timeout -k 5 60 git mullet shell "$JOB" -- python3 -c "$inner"
+  local report output
+  report="$(cat "$PWD/../report.json")"
+  output="$(json_get "$report" .output | tr -d '\r')"
+  assert_eq "$(json_get "$report" .code)" 0 "exit code (output: $output)"
+  assert_contains "$output" "FIRST 31 97" "the size at the start"
+  assert_contains "$output" "THEN 42 123" "the size after the terminal's changed"
+}
+
 run_tests

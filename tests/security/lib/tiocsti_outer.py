@@ -10,11 +10,15 @@ reached the terminal, what was injected, and the terminal's device (st_dev,
 st_rdev), to compare with the descriptors the sandbox was given. Every wait
 is for an event (output, exit, the marker), bounded only as a failure
 guard. With OUTER_INPUT in the environment, that text is typed into the
-terminal at the start (the terminal keeps it until it is read)."""
+terminal at the start (the terminal keeps it until it is read). With
+OUTER_SIZE=ROWSxCOLS the terminal has that window size from the start; with
+OUTER_RESIZE=TEXT:ROWSxCOLS it is given that size once TEXT has appeared in
+the output (the kernel then sends SIGWINCH to COMMAND)."""
 import fcntl
 import json
 import os
 import select
+import struct
 import subprocess
 import sys
 import termios
@@ -22,6 +26,17 @@ import termios
 report_path, argv = sys.argv[1], sys.argv[2:]
 master, slave = os.openpty()
 info = os.fstat(slave)
+
+
+def set_size(spec):
+    rows, cols = (int(n) for n in spec.split("x"))
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+
+if os.environ.get("OUTER_SIZE"):
+    set_size(os.environ["OUTER_SIZE"])
+resize = os.environ.get("OUTER_RESIZE", "")
+resize_text, _, resize_size = resize.rpartition(":")
 
 
 def controlling_terminal():
@@ -37,6 +52,9 @@ while True:
     ready, _, _ = select.select([master], [], [], 0.2)
     if ready:
         output += os.read(master, 65536)
+        if resize_text and resize_text.encode() in output:
+            set_size(resize_size)
+            resize_text = ""
     elif proc.poll() is not None:
         break
 code = proc.wait()
