@@ -50,6 +50,7 @@ test_record_makes_a_shell_attempt_that_merge_takes() {
   assert_eq "$(git show "$result:new.txt")" hi "new.txt in the shell's snapshot"
   assert_eq "$(git show "$result:one.txt")" one "one.txt in the shell's snapshot"
   assert_eq "$(json_field "$json" state)" succeeded "state"
+  assert_contains "$(git mullet show "$JOB")" "2  ${result:0:12}  (git mullet shell --record)" "show's attempts"
   git log -1 --format=%B "$result" | grep -F 'Mullet-Kind: shell' >/dev/null || fail "no Mullet-Kind trailer"
   # The record, with its shell attempt, is what the schema says.
   printf '%s' "$json" | python3 "$HARNESS_DIR/validate_json.py" \
