@@ -106,8 +106,9 @@ int shell(const ShellOptions& options) {
   } else if (outcome.unchanged) {
     std::cerr << "git mullet: the shell changed nothing; job " << outcome.id << " is unchanged\n";
   } else if (outcome.recorded) {
+    const std::string& result = outcome.recorded->result;
     std::cerr << "git mullet: recorded as attempt " << outcome.recorded->number << " of job " << outcome.id << " ("
-              << short_sha(outcome.recorded->result) << ")\n"
+              << (result.empty() ? "no changes against its base" : short_sha(result)) << ")\n"
               << "hint: see it with: git mullet diff " << outcome.id << "\n";
   }
   return ok ? 0 : 1;

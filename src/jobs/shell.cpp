@@ -51,6 +51,8 @@ void record_shell_tree(const git::Repository& repo, const config::Settings& sett
     // The job did what it was asked without changes; now it has some. A
     // failed job stays failed: no gate judged the shell's tree.
     if (stored.state == JobState::no_changes && !stored.result.empty()) stored.state = JobState::succeeded;
+    // And the other way: a shell that undid every change leaves no result.
+    if (stored.state == JobState::succeeded && stored.result.empty()) stored.state = JobState::no_changes;
     stored.changes = result_changes(repo, stored);
   });
   outcome.recorded = draft.attempts.back();

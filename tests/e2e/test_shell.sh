@@ -84,6 +84,17 @@ test_record_on_a_job_without_changes_gives_it_a_result() {
   assert_eq "$(git show "$result:made.txt")" made
 }
 
+test_record_of_a_tree_back_at_the_base_leaves_no_result() {
+  one_job
+  expect_exit 0 timeout -k 5 60 git mullet shell --record "$JOB" -- rm one.txt
+  assert_contains "$ERR" "recorded as attempt 2 of job $JOB (no changes against its base)"
+  local json
+  json="$(record "$JOB")"
+  assert_eq "$(json_field "$json" result)" null "result"
+  assert_eq "$(json_field "$json" state)" no_changes "state"
+  assert_eq "$(json_get "$json" '.attempts[1].kind')" shell "the new attempt's kind"
+}
+
 test_a_command_after_dashes_and_its_exit_status() {
   one_job
   expect_exit 0 timeout -k 5 60 git mullet shell "$JOB" -- cat one.txt
