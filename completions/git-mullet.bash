@@ -17,7 +17,7 @@ __git_mullet_jobs ()
 
 _git_mullet ()
 {
-	local subcommands="run list show diff log wait resume stop merge discard config doctor help"
+	local subcommands="run list show diff log wait resume stop shell merge discard config doctor help"
 	local subcommand
 	subcommand="$(__git_find_on_cmdline "$subcommands")"
 
@@ -84,6 +84,8 @@ _git_mullet ()
 		__gitcomp "--quiet --json --timeout= --help" ;;
 	resume,-*)
 		__gitcomp "--quiet --json --help" ;;
+	shell,-*)
+		__gitcomp "--record --help" ;;
 	merge,-*)
 		__gitcomp "--branch= --force --help" ;;
 	discard,-*)
@@ -96,8 +98,8 @@ _git_mullet ()
 	help,-*)
 		__gitcomp "--help" ;;
 	help,*)
-		__gitcomp "run list show diff log wait resume stop merge discard config doctor" ;;
-	show,*|diff,*|log,*|wait,*|resume,*|stop,*|merge,*|discard,*)
+		__gitcomp "run list show diff log wait resume stop shell merge discard config doctor" ;;
+	show,*|diff,*|log,*|wait,*|resume,*|stop,*|shell,*|merge,*|discard,*)
 		__gitcomp_nl "$(__git_mullet_jobs "$subcommand")" ;;
 	*)
 		COMPREPLY=() ;;

@@ -7,7 +7,7 @@
 # tests/e2e/test_cli_surface.sh fails when an option of the parser is
 # missing here.
 
-set -l __git_mullet_commands run list show diff log wait resume stop merge discard config doctor help
+set -l __git_mullet_commands run list show diff log wait resume stop shell merge discard config doctor help
 
 # "ID<TAB>STATE TITLE" lines: fish shows what follows the tab as the description.
 function __git_mullet_jobs
@@ -34,6 +34,7 @@ complete -c git-mullet -n $none -a resume -d 'Continue an interrupted, failed or
 complete -c git-mullet -n $none -a wait -d 'Follow a job to its end and exit as it ended'
 complete -c git-mullet -n $none -a merge -d "Fetch a job's result in as a new branch"
 complete -c git-mullet -n $none -a stop -d 'Cancel a running job and wait until it has ended'
+complete -c git-mullet -n $none -a shell -d "Open a shell in a sandbox over a job's last snapshot"
 complete -c git-mullet -n $none -a discard -d "Delete jobs' scratch directories and refs"
 complete -c git-mullet -n $none -a config -d 'Print the effective configuration'
 complete -c git-mullet -n $none -a doctor -d 'Check what the sandbox needs on this machine'
@@ -64,6 +65,8 @@ complete -c git-mullet -n '__fish_seen_subcommand_from resume' -l json -d 'Print
 complete -c git-mullet -n '__fish_seen_subcommand_from wait' -s q -l quiet -d "Print only the outcome, not the job's output"
 complete -c git-mullet -n '__fish_seen_subcommand_from wait' -l json -d "Print the finished job's record as JSON"
 complete -c git-mullet -n '__fish_seen_subcommand_from wait' -l timeout -x -d 'Give up after SECONDS (the job goes on)'
+# shell
+complete -c git-mullet -n '__fish_seen_subcommand_from shell' -l record -d "Snapshot the shell's tree afterwards as a new attempt"
 # list, show, doctor, stop, log
 complete -c git-mullet -n '__fish_seen_subcommand_from list show doctor stop' -l json -d 'Print JSON'
 complete -c git-mullet -n '__fish_seen_subcommand_from list discard' -l state -x -a 'running succeeded no_changes failed refused cancelled interrupted damaged' -d 'Jobs in STATE'
@@ -85,10 +88,10 @@ complete -c git-mullet -n '__fish_seen_subcommand_from discard' -s y -l yes -d '
 # config
 complete -c git-mullet -n '__fish_seen_subcommand_from config' -l base -x -a '(__git_mullet_commits)' -d 'Read .mullet.toml from this commit'
 # help
-complete -c git-mullet -n '__fish_seen_subcommand_from help' -a "run list show diff log wait resume stop merge discard config doctor"
+complete -c git-mullet -n '__fish_seen_subcommand_from help' -a "run list show diff log wait resume stop shell merge discard config doctor"
 
 # Commands that take a JOB: the jobs each accepts.
-for command in show diff log wait resume stop merge discard
+for command in show diff log wait resume stop shell merge discard
     complete -c git-mullet -n "__fish_seen_subcommand_from $command" -a "(__git_mullet_jobs $command)"
 end
 

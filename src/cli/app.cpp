@@ -34,6 +34,7 @@ const Command commands[] = {
     {"diff", add_diff_command},       {"log", add_log_command},       {"merge", add_merge_command},
     {"discard", add_discard_command}, {"config", add_config_command}, {"doctor", add_doctor_command},
     {"resume", add_resume_command},   {"wait", add_wait_command},     {"stop", add_stop_command},
+    {"shell", add_shell_command},
 };
 
 // What each command's exit codes mean, as its -h, --dump-cli-json and the
@@ -78,6 +79,11 @@ const std::vector<std::pair<std::string, std::vector<ExitCodeMeaning>>> exit_cod
       {1, "it had not ended when --timeout passed, or it was discarded meanwhile"},
       {2, "usage, an unknown job, or a job that is not running"},
       {3, "another user's git-mullet runs it"}}},
+    {"shell",
+     {{0, "the shell exited 0 (with --record: its tree recorded, or nothing changed)"},
+      {1, "the shell exited non-zero or was stopped, or its tree could not be recorded"},
+      {2, "usage, an unknown job, a running job or a damaged record"},
+      {3, "refused by policy or by the sandbox; nothing was run"}}},
     {"help", {{0, "success"}, {2, "an unknown command"}}},
 };
 

@@ -109,6 +109,7 @@ int show(const ShowOptions& options) {
     out << "attempts:\n";
     for (const auto& attempt : record.attempts) {
       out << "  " << attempt.number << "  " << (attempt.result.empty() ? "no changes" : short_sha(attempt.result))
+          << (attempt.kind == jobs::AttemptKind::shell ? "  (git mullet shell --record)" : "")
           << (attempt.error.empty() ? "" : "  " + attempt.error) << "\n";
       if (!attempt.instruction.empty()) out << "     continued: " << util::first_line(attempt.instruction, 100) << "\n";
       for (const auto& gate : attempt.gates) {

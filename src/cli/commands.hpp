@@ -17,5 +17,6 @@ void add_doctor_command(CLI::App& app, Action& chosen);
 void add_resume_command(CLI::App& app, Action& chosen);
 void add_wait_command(CLI::App& app, Action& chosen);
 void add_stop_command(CLI::App& app, Action& chosen);
+void add_shell_command(CLI::App& app, Action& chosen);
 
 }  // namespace mullet::cli

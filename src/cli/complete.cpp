@@ -20,6 +20,7 @@ bool accepts(const std::string& command, const jobs::JobRecord& record, jobs::Jo
   if (command == "resume") return jobs::resumable(state);
   if (command == "continue") return jobs::continuable(state);  // run --continue
   if (command == "stop") return state == jobs::JobState::running;
+  if (command == "shell") return state != jobs::JobState::running;
   return true;  // show, log, wait, discard
 }
 

@@ -89,6 +89,10 @@ std::string result_trailers(const ResultTrailers& trailers) {
   };
   add("Mullet-Job", trailers.job);
   if (trailers.attempt > 0) add("Mullet-Attempt", std::to_string(trailers.attempt));
+  if (trailers.by_shell) {
+    add("Mullet-Kind", "shell");
+    return block;
+  }
   add("Mullet-Executor", trailers.executor);
   add("Mullet-Model", trailers.model);
   add("Mullet-Executor-Version", trailers.executor_version);

@@ -43,6 +43,7 @@ struct ResultTrailers {
   std::string executor;
   std::string model;             // empty: not known
   std::string executor_version;  // empty: not known; comes from the worker's binary (hostile)
+  bool by_shell = false;         // `shell --record`: a person's work, not the executor's
 };
 
 // The longest trailer value we write.

@@ -133,6 +133,7 @@ nlohmann::json attempts_json(const std::vector<AttemptRecord>& attempts) {
     }
     array.push_back(
         {{"number", attempt.number},
+         {"kind", attempt.kind == AttemptKind::shell ? "shell" : "worker"},
          {"result", null_if_empty(attempt.result)},
          {"error", null_if_empty(attempt.error)},
          {"gates", gates},
@@ -324,6 +325,13 @@ GateRecord gate_from_json(const Reader& in) {
 AttemptRecord attempt_from_json(const Reader& in, const std::string& job) {
   AttemptRecord attempt;
   attempt.number = in.integer("number", 0, 0, 1000000);
+  // Absent in records that predate it: the worker's.
+  const std::string kind = in.line("kind", 16);
+  if (kind == "shell") {
+    attempt.kind = AttemptKind::shell;
+  } else if (!kind.empty() && kind != "worker") {
+    in.damaged("kind", "is neither worker nor shell");
+  }
   attempt.result = in.object_id("result");
   attempt.error = in.text("error", max_text_bytes);
   attempt.instruction = in.text("instruction", max_prompt_bytes);

@@ -67,6 +67,10 @@ struct GateRecord {
   std::string output_tail;
 };
 
+// What made an attempt: the worker, or a person in `git mullet shell
+// --record` (no gates judged it).
+enum class AttemptKind { worker, shell };
+
 // One run of the worker, its snapshot and the gates that judged it.
 struct AttemptRecord {
   int number = 0;
@@ -76,6 +80,7 @@ struct AttemptRecord {
   // The user's new instruction when `run --continue` started this attempt;
   // empty for attempts of the job's own task.
   std::string instruction;
+  AttemptKind kind = AttemptKind::worker;
 };
 
 // What an executor produces (executors/report.hpp), as the record keeps it.

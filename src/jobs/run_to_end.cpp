@@ -62,16 +62,7 @@ RunOutcome store_final_record(const git::Repository& repo, JobStore& store, JobR
   }
   record.finished_at = util::now_utc_ms();
   record.progress.reset();
-  record.changes.reset();
-  if (!record.result.empty()) {
-    try {
-      const auto count = repo.count_changes(git::oid_from_string(record.base), git::oid_from_string(record.result));
-      record.changes = ChangeStats{static_cast<std::int64_t>(count.files), static_cast<std::int64_t>(count.insertions),
-                                   static_cast<std::int64_t>(count.deletions)};
-    } catch (const Error&) {
-      // Only `list` shows it; the record is stored without.
-    }
-  }
+  record.changes = result_changes(repo, record);
   const JobPaths paths = job_paths(repo, record.id);
   const auto log_tail = [](const std::string& path, std::size_t bytes) -> std::optional<std::string> {
     try {
@@ -89,6 +80,18 @@ RunOutcome store_final_record(const git::Repository& repo, JobStore& store, JobR
 }
 
 }  // namespace
+
+std::optional<ChangeStats> result_changes(const git::Repository& repo, const JobRecord& record) {
+  if (record.result.empty()) return std::nullopt;
+  try {
+    const auto count = repo.count_changes(git::oid_from_string(record.base), git::oid_from_string(record.result));
+    return ChangeStats{static_cast<std::int64_t>(count.files), static_cast<std::int64_t>(count.insertions),
+                       static_cast<std::int64_t>(count.deletions)};
+  } catch (const Error&) {
+    // Only `list` shows it; the record is stored without.
+    return std::nullopt;
+  }
+}
 
 RunOutcome run_to_end(const git::Repository& repo, const config::Settings& settings, JobStore& store, JobRecord& record,
                       const RunRequest& request, const executors::Executor& executor,

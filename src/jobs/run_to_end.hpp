@@ -23,4 +23,8 @@ RunOutcome run_to_end(const git::Repository& repo, const config::Settings& setti
                       const RunRequest& request, const executors::Executor& executor,
                       const std::optional<ResolvedApi>& api, const git_oid& start, const std::string& prompt);
 
+// What the record's result changed against its base, for `list`; unset
+// without a result, or when it cannot be counted.
+std::optional<ChangeStats> result_changes(const git::Repository& repo, const JobRecord& record);
+
 }  // namespace mullet::jobs

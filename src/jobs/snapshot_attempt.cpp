@@ -11,10 +11,14 @@ namespace mullet::jobs {
 namespace {
 
 std::string snapshot_message(const JobRecord& record, int attempt, const std::string& model) {
+  const bool by_shell = !record.attempts.empty() && record.attempts.back().kind == AttemptKind::shell;
+  const git::ResultTrailers trailers{record.id, attempt, record.executor.name, model, record.executor.version,
+                                     by_shell};
   return (record.title.empty() ? "git-mullet job " + record.id : record.title) +
-         (attempt > 1 ? " (attempt " + std::to_string(attempt) + ")" : "") + "\n\nMade by git-mullet job " + record.id +
-         " (executor: " + record.executor.name + ").\n\n" +
-         git::result_trailers({record.id, attempt, record.executor.name, model, record.executor.version});
+         (attempt > 1 ? " (attempt " + std::to_string(attempt) + ")" : "") +
+         (by_shell ? "\n\nMade in `git mullet shell --record` of job " + record.id + ".\n\n"
+                   : "\n\nMade by git-mullet job " + record.id + " (executor: " + record.executor.name + ").\n\n") +
+         git::result_trailers(trailers);
 }
 
 }  // namespace

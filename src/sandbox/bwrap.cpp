@@ -25,6 +25,7 @@ OpenedBinds open_bind_sources(const Plan& plan) {
 
 std::vector<std::string> wall_check_arguments(const Plan& plan, int report_fd) {
   std::vector<std::string> args = {"__wall-check", "--report-fd", std::to_string(report_fd)};
+  if (plan.controlling_terminal) args.emplace_back("--terminal");
   for (const auto& dir : plan.must_be_empty) {
     args.push_back("--empty");
     args.push_back(dir);

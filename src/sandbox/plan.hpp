@@ -103,6 +103,10 @@ struct Plan {
   // Directories the wall check must be unable to list or change.
   std::vector<std::string> must_be_sealed;
   bool feeds_stdin = false;
+  // The command's stdin, stdout and stderr are a terminal (a pty's slave the
+  // caller owns, never the user's terminal), made its controlling terminal
+  // inside: `git mullet shell` on a terminal.
+  bool controlling_terminal = false;
 };
 
 nlohmann::json to_json(const Plan& plan);

@@ -166,7 +166,7 @@ SandboxPipes make_sandbox_pipes(bool separate_errors) {
 // How bwrap is started. Run as root, the binds are staged for the sandbox's
 // uid (`staged`, which must outlive the spawn, is filled for the child).
 util::SpawnOptions bwrap_options(const Plan& plan, const std::string& bwrap, OpenedBinds& binds,
-                                 const SandboxPipes& pipes, std::vector<StagedBind>& staged) {
+                                 const SandboxPipes& pipes, const UniqueFd* terminal, std::vector<StagedBind>& staged) {
   util::SpawnOptions options;
   if (plan.host_uid) {
     prepare_staging_mountpoint();
@@ -185,6 +185,9 @@ util::SpawnOptions bwrap_options(const Plan& plan, const std::string& bwrap, Ope
   options.stdin_fd = plan.feeds_stdin ? pipes.input.read_end.get() : -1;
   options.stdout_fd = pipes.output.write_end.get();
   options.stderr_fd = pipes.errors.write_end ? pipes.errors.write_end.get() : pipes.output.write_end.get();
+  if (plan.controlling_terminal && terminal != nullptr) {
+    options.stdin_fd = options.stdout_fd = options.stderr_fd = terminal->get();
+  }
   for (const auto& source : binds.sources) {
     if (source.fd >= 0 && source.staged_path.empty()) options.keep_fds.push_back(source.fd);
   }
@@ -270,7 +273,12 @@ Watched watch_sandbox(const Plan& plan, const RunIo& io, SandboxPipes& pipes, co
     if (watched.report_text.size() < report_cap) watched.report_text.append(chunk);
     return util::PollLoop::Next::keep_going;
   });
-  loop.write(pipes.input.write_end, plan.feeds_stdin ? std::string_view(io.stdin_data) : std::string_view());
+  if (io.stdin_source != nullptr && *io.stdin_source && plan.feeds_stdin) {
+    loop.relay(*io.stdin_source, pipes.input.write_end, /*close_at_end=*/true);
+  } else {
+    loop.write(pipes.input.write_end, plan.feeds_stdin ? std::string_view(io.stdin_data) : std::string_view());
+  }
+  if (io.watch) io.watch(loop);
   loop.on_wake(
       [&](const util::PollLoop::Wake& wake) {
         if (wrote_since_last_wake) last_output = wake.now_ms;
@@ -307,7 +315,10 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   OpenedBinds binds = open_bind_sources(plan);
   SandboxPipes pipes = make_sandbox_pipes(static_cast<bool>(io.on_error_output));
   std::vector<StagedBind> staged;
-  const util::SpawnOptions options = bwrap_options(plan, bwrap, binds, pipes, staged);
+  if (plan.controlling_terminal && (io.terminal == nullptr || !*io.terminal)) {
+    throw failure("internal error: a sandbox with a terminal was given none");
+  }
+  const util::SpawnOptions options = bwrap_options(plan, bwrap, binds, pipes, io.terminal, staged);
 
   const std::uint64_t shared_memory_at_start = host_shared_memory_bytes();
   const std::int64_t started = util::monotonic_ms();
@@ -317,6 +328,7 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   pipes.output.write_end.reset();
   pipes.errors.write_end.reset();
   pipes.input.read_end.reset();
+  if (io.terminal != nullptr) io.terminal->reset();
   binds.owned.clear();
 
   Watchdogs watchdogs = watchdogs_for(plan, io, child.pid(), started, shared_memory_at_start);

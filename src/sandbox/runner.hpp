@@ -10,6 +10,8 @@
 
 #include "sandbox/plan.hpp"
 #include "sandbox/stop_reason.hpp"
+#include "util/fd.hpp"
+#include "util/poll_loop.hpp"
 #include "util/process.hpp"
 
 namespace mullet::sandbox {
@@ -24,6 +26,18 @@ struct RunIo {
   // Bytes the caller keeps on disk for this sandbox outside its writable
   // binds (the logs of its output): they count against limits.disk_mb too.
   std::function<std::uint64_t()> disk_bytes_outside;
+  // Instead of stdin_data: what this descriptor gives is relayed to the
+  // sandbox's stdin as it comes, which is closed at its end. The sandbox
+  // never gets the descriptor itself.
+  UniqueFd* stdin_source = nullptr;
+  // With plan.controlling_terminal: the pty's slave, the sandbox's stdin,
+  // stdout and stderr (the output pipes stay empty). The runner closes it
+  // once bwrap holds it, so the master reads its end when the sandbox's last
+  // process is gone.
+  UniqueFd* terminal = nullptr;
+  // Registers the caller's own descriptors (the relay to and from a pty's
+  // master) in the runner's one poll loop before it runs.
+  std::function<void(util::PollLoop&)> watch;
 };
 
 struct RunResult {

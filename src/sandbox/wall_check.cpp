@@ -1,6 +1,7 @@
 #include "sandbox/wall_check.hpp"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -152,12 +153,17 @@ int wall_check_main(const std::vector<std::string>& args) {
   std::vector<std::string> sealed_dirs;
   std::set<std::string> allowed_env;
   std::vector<std::string> bridges;  // "PORT:SOCKET" each
+  bool terminal = false;
   std::size_t index = 0;
   for (; index < args.size(); ++index) {
     const std::string& arg = args[index];
     if (arg == "--") {
       ++index;
       break;
+    }
+    if (arg == "--terminal") {
+      terminal = true;
+      continue;
     }
     if (index + 1 >= args.size()) break;
     if (arg == "--report-fd")
@@ -179,6 +185,13 @@ int wall_check_main(const std::vector<std::string>& args) {
   };
   std::string problem = report_fd < 0 ? "no report descriptor" : check_walls(empty_dirs, sealed_dirs, allowed_env);
   if (problem.empty() && command.empty()) problem = "no command to run";
+  // An interactive shell's terminal: the pty the host gave as stdin becomes
+  // the controlling terminal of a session of our own (bwrap's --new-session
+  // session is led by its init, pid 1), so job control works and /dev/tty is
+  // that pty.
+  if (problem.empty() && terminal && (::setsid() < 0 || ::ioctl(STDIN_FILENO, TIOCSCTTY, 0) != 0)) {
+    problem = "cannot make the terminal it was given its own: " + util::errno_text(errno);
+  }
   if (!problem.empty()) {
     report("fail: wall check: " + problem + "\n");
     std::fprintf(stderr, "git-mullet wall check failed: %s\n", problem.c_str());

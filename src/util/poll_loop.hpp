@@ -58,6 +58,13 @@ class PollLoop {
   // alone does not keep the loop running: a child that exits without reading
   // its input does not hold us.
   void write(UniqueFd& fd, std::string_view data);
+  // A byte stream from `from` to `to` (made non-blocking), written as `to`
+  // takes it, with at most 64 KiB held: while that much waits, `from` is not
+  // read. At `from`'s end (or a failed read) `from` is reset, and once all
+  // it gave is written, `to` too when `close_at_end`. A failed write drops
+  // what was held and resets `from` (and `to` when `close_at_end`). Neither
+  // end keeps the loop running: what the relay carries is someone's input.
+  void relay(UniqueFd& from, UniqueFd& to, bool close_at_end);
   // `on_wake` runs after every wait, whatever ended it. With `tick_ms`, no
   // wait lasts longer, so it runs at least that often.
   void on_wake(std::function<Next(const Wake&)> handler, std::optional<std::int64_t> tick_ms = std::nullopt);
@@ -74,6 +81,7 @@ class PollLoop {
     short events;
     bool keeps_running;
     std::function<Next()> on_ready;
+    std::function<bool()> wanted;  // unset: always; false: not watched this round
   };
 
   int wait_ms(std::int64_t now) const;

@@ -635,3 +635,20 @@ TEST_CASE("a worker report whose text is not valid UTF-8 can still be written") 
     CHECK(back.report.status == "done");
   }
 }
+
+TEST_CASE("an attempt's kind is written by name, read back, and worker when absent") {
+  JobRecord record = full_record();
+  record.attempts.push_back({1, std::string(40, 'b'), "", {}, ""});
+  record.attempts.push_back({2, std::string(40, 'b'), "", {}, "", mullet::jobs::AttemptKind::shell});
+  const json written = to_json(record);
+  CHECK(written["attempts"][0]["kind"] == "worker");
+  CHECK(written["attempts"][1]["kind"] == "shell");
+  const JobRecord back = record_from_json(json::parse(written.dump()));
+  CHECK(back.attempts[0].kind == mullet::jobs::AttemptKind::worker);
+  CHECK(back.attempts[1].kind == mullet::jobs::AttemptKind::shell);
+  json older = written;
+  older["attempts"][1].erase("kind");
+  CHECK(record_from_json(older).attempts[1].kind == mullet::jobs::AttemptKind::worker);
+  older["attempts"][1]["kind"] = "human";
+  CHECK_THROWS_AS(record_from_json(older), DamagedRecord);
+}

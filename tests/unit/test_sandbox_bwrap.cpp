@@ -242,3 +242,14 @@ TEST_CASE("wall_check_arguments asks for one bridge per socket: the egress proxy
   CHECK(count(args, "--bridge") == 2);
   CHECK(has_sequence(args, {"--bridge", proxy_bridge, "--bridge", api_bridge}));
 }
+
+TEST_CASE("wall_check_arguments asks for the controlling terminal only for a plan with one, before the command") {
+  Plan plan;
+  plan.command = {"bash", "--terminal"};
+  CHECK(count(wall_check_arguments(plan, 5), "--terminal") == 1);  // the command's own word only
+  plan.controlling_terminal = true;
+  const Strings args = wall_check_arguments(plan, 5);
+  CHECK(count(args, "--terminal") == 2);
+  CHECK(has_sequence(args, {"__wall-check", "--report-fd", "5", "--terminal"}));
+  CHECK(has_sequence(args, {"--", "bash", "--terminal"}));
+}

@@ -315,3 +315,68 @@ TEST_CASE("poll loop: a signal during the wait wakes it (EINTR), and the loop go
   CHECK(ready_counts == std::vector<int>{0, 0});
   CHECK(g_signals_seen >= 2);
 }
+
+TEST_CASE("relay: carries a stream to its end, then closes the far end when asked") {
+  // input -> [relay] -> through -> reader; the reader keeps the loop running.
+  Pipe input = make_pipe();
+  Pipe through = make_pipe();
+  // More than the relay holds at once and more than a pipe's buffer, so
+  // reading `input` must wait for `through` to drain.
+  std::string sent(300000, 'x');
+  for (std::size_t i = 0; i < sent.size(); i += 997) sent[i] = static_cast<char>('a' + (i % 26));
+  std::string got;
+  std::thread writer([&] {
+    std::size_t done = 0;
+    while (done < sent.size()) {
+      const ssize_t put = ::write(input.write_end.get(), sent.data() + done, sent.size() - done);
+      if (put <= 0) break;
+      done += static_cast<std::size_t>(put);
+    }
+    input.write_end.reset();
+  });
+  PollLoop loop;
+  loop.relay(input.read_end, through.write_end, /*close_at_end=*/true);
+  loop.read(through.read_end, into(got));
+  CHECK(loop.run() == Ended::drained);
+  writer.join();
+  CHECK(got == sent);
+  CHECK_FALSE(input.read_end);
+  CHECK_FALSE(through.write_end);
+}
+
+TEST_CASE("relay: without close_at_end the far end stays open, and the relay alone does not hold the loop") {
+  Pipe input = make_pipe();
+  Pipe through = make_pipe();
+  put(input.write_end, "abc");
+  input.write_end.reset();
+  PollLoop loop;
+  loop.relay(input.read_end, through.write_end, /*close_at_end=*/false);
+  // Nothing else is watched: the loop ends at once, the relay's ends open.
+  CHECK(loop.run() == Ended::drained);
+  CHECK(through.write_end);
+}
+
+TEST_CASE("relay: a far end whose reader is gone stops the relay") {
+  Pipe input = make_pipe();
+  Pipe through = make_pipe();
+  Pipe keep = make_pipe();  // keeps the loop running until the relay gave up
+  through.read_end.reset();
+  put(input.write_end, "data");
+  // As git-mullet does (cli/app.cpp): a write to a pipe without a reader
+  // fails with EPIPE instead of killing the process.
+  struct sigaction ignore {};
+  struct sigaction saved {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ignore, &saved);
+  PollLoop loop;
+  loop.relay(input.read_end, through.write_end, /*close_at_end=*/true);
+  loop.read(keep.read_end, [](std::string_view) { return Next::stop; });
+  loop.on_wake([&](const PollLoop::Wake&) { return input.read_end ? Next::keep_going : Next::stop; }, 50);
+  Rescue rescue(keep.write_end.get());
+  CHECK(loop.run() == Ended::stopped);
+  ::sigaction(SIGPIPE, &saved, nullptr);
+  rescue.dismiss();
+  CHECK_FALSE(rescue.fired());
+  CHECK_FALSE(input.read_end);
+  CHECK_FALSE(through.write_end);
+}
