@@ -69,10 +69,15 @@ class ShellConnection {
   }
   ShellConnection(const ShellConnection&) = delete;
   ShellConnection& operator=(const ShellConnection&) = delete;
-  ~ShellConnection() = default;
+  ~ShellConnection() { restore(); }
   const sandbox::RunIo& io() const { return m_io; }
-  // The user's terminal as it was, before anything more is printed.
-  void restore() { m_raw.reset(); }
+  // The user's terminal as it was, before anything more is printed: its
+  // modes, and what the session's output may have switched on.
+  void restore() {
+    if (!m_raw) return;
+    m_raw.reset();
+    write_all(STDOUT_FILENO, util::terminal_display_reset);
+  }
 
  private:
   UniqueFd m_input;  // our stdin, duplicated: the relay closes it, never fd 0

@@ -994,6 +994,12 @@ bool is_user_only(std::string_view key) {
                      [&](const KeySpec& spec) { return spec.key == key && spec.repo_rule == RepoRule::user_only; });
 }
 
+bool is_lower_only(std::string_view key) {
+  const auto& keys = schema();
+  return std::any_of(keys.begin(), keys.end(),
+                     [&](const KeySpec& spec) { return spec.key == key && spec.repo_rule == RepoRule::lower_only; });
+}
+
 std::vector<std::string> user_only_keys() {
   std::vector<std::string> keys;
   for (const auto& spec : schema()) {

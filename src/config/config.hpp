@@ -56,6 +56,8 @@ std::string check_model_name(std::string_view name);
 // schema's user-only keys, which a repository's file may not set and a
 // fetched record's flags may not replay. False for an unknown key.
 bool is_user_only(std::string_view key);
+// Whether a repository's file may only lower the key (a limit, run.attempts).
+bool is_lower_only(std::string_view key);
 std::vector<std::string> user_only_keys();
 
 // Claude Code's credential variables: never let into a sandbox ([sandbox]

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <vector>
 
 #include "git/cli.hpp"
@@ -55,13 +56,24 @@ class ScratchGitDir {
     m_target = {g, work_tree, {}};
     m_target.index_file = g + "/index";
     m_target.object_directory = util::real_path(repo.objects_dir());
-    // The user's own ignore file (core.excludesFile), which our config lacks:
-    // what they ignore everywhere (secrets, editor files) stays out too.
+    // The user's own ignore file, which our config lacks: what they ignore
+    // everywhere (secrets, editor files) stays out too.
+    m_prefix = {"-c", "core.excludesFile=" + user_excludes_file(repo)};
+  }
+
+  // core.excludesFile as the user's git reads it, else git's default for it
+  // ($XDG_CONFIG_HOME/git/ignore, else ~/.config/git/ignore); our own git
+  // gets neither the user's config nor XDG_CONFIG_HOME, so it is named here.
+  static std::string user_excludes_file(const Repository& repo) {
     GitCliTarget user{repo.git_dir(), std::nullopt, {}};
     user.user_config = true;
     const auto excludes = run_git(user, {"config", "--path", "--get", "core.excludesFile"});
     const std::string file = util::trim(util::split(excludes.out, '\n').front());
-    if (excludes.status.success() && !file.empty()) m_prefix = {"-c", "core.excludesFile=" + file};
+    if (excludes.status.success() && !file.empty()) return file;
+    const char* xdg = std::getenv("XDG_CONFIG_HOME");
+    if (xdg != nullptr && *xdg != '\0') return std::string(xdg) + "/git/ignore";
+    const char* home = std::getenv("HOME");
+    return std::string(home != nullptr ? home : "/nonexistent") + "/.config/git/ignore";
   }
 
   util::CapturedRun run(const std::vector<std::string>& args) const {

@@ -1,5 +1,7 @@
 #include "jobs/run_flags.hpp"
 
+#include <variant>
+
 #include "jobs/layout.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
@@ -16,6 +18,15 @@ bool same_value(const nlohmann::json& recorded, const config::Value& value) {
   if (const auto* number = std::get_if<std::int64_t>(&value)) {
     return recorded.is_number_integer() && recorded.get<std::int64_t>() == *number;
   }
+  return false;
+}
+
+// Whether a recorded number is above what the configuration holds.
+bool raises(const nlohmann::json& recorded, const config::Value& value) {
+  if (const auto* number = std::get_if<std::int64_t>(&value)) {
+    return recorded.is_number_integer() && recorded.get<std::int64_t>() > *number;
+  }
+  if (const auto* number = std::get_if<double>(&value)) return recorded.is_number() && recorded.get<double>() > *number;
   return false;
 }
 
@@ -51,6 +62,14 @@ std::vector<config::Gate> restore_run_flags(const JobRecord& record, config::Con
         throw usage_error(
             "job " + record.id + "'s record asks resume to set " + key + ", which only your own configuration may set",
             "if you started it with that " + key + ", set it in your config file and resume again");
+      }
+      // Nor raise what a repository may only lower (run.attempts: each one
+      // a worker run on your credential).
+      if (config::is_lower_only(key) && !started_here_with_it && raises(value, config.entry(key).value)) {
+        throw usage_error("job " + record.id + "'s record asks resume to raise " + key + " to " + value.dump() +
+                              ", above your configuration's; a record this machine did not start with it may only "
+                              "lower it",
+                          "if you started it with that " + key + ", set it in your config file and resume again");
       }
       if (value.is_string()) config.set_from_flag(key, value.get<std::string>(), origin);
       if (value.is_number_integer()) config.set_from_flag(key, value.get<std::int64_t>(), origin);

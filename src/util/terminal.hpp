@@ -35,6 +35,13 @@ class RawMode {
   std::optional<termios> m_saved;
 };
 
+// What a program in a session could leave switched on in the terminal that
+// outlives it (the alternate screen, mouse and focus reporting, a hidden
+// cursor, colours), switched off: written to the user's terminal after a
+// `git mullet shell` session, whose output reaches it as it is.
+inline constexpr const char* terminal_display_reset =
+    "\x1b[0m\x1b[?1047l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?1004l\x1b[?25h";
+
 // Gives terminal `to` the window size of terminal `from` (no-op when `from`
 // has none): the kernel tells `to`'s foreground processes with SIGWINCH.
 void copy_window_size(int from, int to);

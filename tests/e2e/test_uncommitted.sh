@@ -127,6 +127,37 @@ A untracked.txt" "the base's changes"
   assert_eq "$(user_state | grep -v '^refs/heads/with-changes ')" "$before" "nothing else moved"
 }
 
+# The user's global ignore file where git looks for it without core.excludesFile:
+# $XDG_CONFIG_HOME/git/ignore, else ~/.config/git/ignore. What it hides never
+# reaches the worker.
+test_include_uncommitted_honours_the_default_global_ignore_file() {
+  new_repo repo
+  cd repo
+  local ignore_file
+  for where in xdg home; do
+    if [ "$where" = xdg ]; then
+      export XDG_CONFIG_HOME="$TEST_ROOT/xdg-$RANDOM"
+      ignore_file="$XDG_CONFIG_HOME/git/ignore"
+    else
+      unset XDG_CONFIG_HOME
+      ignore_file="$HOME/.config/git/ignore"
+    fi
+    mkdir -p "$(dirname "$ignore_file")"
+    printf 'secret.env\n*.pem\n' >"$ignore_file"
+    printf 'TOKEN=1\n' >secret.env
+    printf 'key\n' >id.pem
+    printf 'visible\n' >notes.txt
+    # The user's git agrees: only notes.txt is untracked.
+    assert_eq "$(git status --porcelain --untracked-files=all)" "?? notes.txt" "git status ($where)"
+    expect_exit 0 git mullet run --json -q --include-uncommitted --command 'ls >seen.txt' -m "look"
+    local base
+    base="$(json_field "$OUT" base)"
+    assert_eq "$(git ls-tree --name-only "$base" | tr '\n' ' ')" "README notes.txt src " "the base's files ($where)"
+    assert_not_contains "$(git show "$(json_field "$OUT" result):seen.txt")" "secret.env" "what the worker saw ($where)"
+    rm -f "$ignore_file" secret.env id.pem notes.txt
+  done
+}
+
 test_include_uncommitted_with_nothing_to_include_or_another_base() {
   new_repo repo
   cd repo

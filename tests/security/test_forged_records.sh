@@ -251,6 +251,29 @@ test_run_flags_cannot_set_user_only_keys_for_resume() {
   every_reader_refuses "$JOB" "run_flags.env"
 }
 
+# Nor raise what a repository may only lower: a forged run.attempts of 100
+# would be up to 100 worker runs on the user's credential, for resume and for
+# run --continue (which takes a job in any ended state).
+test_run_flags_cannot_raise_attempts_for_resume_or_continue() {
+  real_job
+  local before attempts
+  attempts="$(git mullet show --json "$JOB" | jq '.attempts | length')"
+  for state in failed succeeded; do
+    forge "$JOB" "r['state'] = '$state'; r['run_flags'] = {'config': {'run.attempts': 100}, 'gates': [{'name': 'never', 'command': 'false'}]}"
+    before="$(sec_repo_state)"
+    if [ "$state" = failed ]; then
+      expect_exit 2 timeout 60 git mullet resume -q "$JOB"
+    else
+      expect_exit 2 timeout 60 git mullet run --continue "$JOB" -q -m "go on"
+    fi
+    assert_clear_error
+    assert_contains "$ERR" "asks resume to raise run.attempts to 100" "the refusal ($state)"
+    assert_eq "$(git mullet show --json "$JOB" | jq -r .state)" "$state" "the job after the refusal"
+    assert_eq "$(git mullet show --json "$JOB" | jq '.attempts | length')" "$attempts" "no attempt ran ($state)"
+    sec_assert_same "the user's repository" "$before" "$(sec_repo_state)"
+  done
+}
+
 test_a_job_json_of_100_mb_is_not_read() {
   real_job
   local file="$TEST_ROOT/big.json" blob

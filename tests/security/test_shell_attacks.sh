@@ -115,6 +115,21 @@ test_the_users_terminal_modes_are_restored() {
   assert_eq "$(cat "$PWD/../after")" "$(cat "$PWD/../before")" "the terminal's modes after the shell"
 }
 
+test_what_the_session_switched_on_in_the_terminal_is_switched_off() {
+  a_job
+  # Mouse reporting, the alternate screen and a hidden cursor, left on by
+  # the session's output (a worker-planted file the user cats, say).
+  python3 "$LIB/tiocsti_outer.py" "$PWD/../report.json" \
+    timeout --foreground -k 5 60 git mullet shell "$JOB" -- printf 'SWITCHED\033[?1000h\033[?1047h\033[?25l'
+  local output
+  output="$(json_get "$(cat "$PWD/../report.json")" .output)"
+  assert_contains "$output" "SWITCHED" "the session's output"
+  local after="${output#*SWITCHED}"
+  for off in $'\033[?1000l' $'\033[?1047l' $'\033[?25h'; do
+    assert_contains "$after" "$off" "switched off after the session: $(printf '%q' "$off")"
+  done
+}
+
 test_an_interactive_shell_on_a_terminal_is_typed_into_and_recorded() {
   a_job
   # Typed at once; the terminal keeps it until the shell reads it.

@@ -89,13 +89,31 @@ TEST_CASE("resume replays a user-only flag this machine started the job with, or
   SUBCASE("your config says the same") {
     Config config;
     REQUIRE(config.merge_toml("[claude]\nmodel = \"opus\"\n", "user.toml", Source::user_file).empty());
-    restore_run_flags(record, config, std::nullopt);
+    restore_run_flags(record_with_flags({{"claude.model", "opus"}}), config, std::nullopt);
     CHECK(config.settings().claude.model == "opus");
   }
-  SUBCASE("a key a repository may set is replayed from any record") {
+  SUBCASE("a key a repository may only lower is lowered by any record, raised only by one started here") {
     Config config;
-    const JobRecord attempts_only = record_with_flags({{"run.attempts", 3}});
-    restore_run_flags(attempts_only, config, std::nullopt);
+    REQUIRE(config.merge_toml("[run]\nattempts = 5\n", "user.toml", Source::user_file).empty());
+    restore_run_flags(record_with_flags({{"run.attempts", 3}}), config, std::nullopt);
     CHECK(config.settings().run.attempts == 3);
   }
+}
+
+TEST_CASE("a record from elsewhere raises no key a repository may only lower") {
+  // A forged record asking for 100 attempts would be up to 100 worker runs
+  // on the user's credential: it is held to what a repository may do.
+  Config config;
+  const JobRecord record = record_with_flags({{"run.attempts", 100}});
+  std::string refusal;
+  try {
+    restore_run_flags(record, config, std::nullopt);
+  } catch (const Error& error) {
+    refusal = error.what();
+  }
+  CHECK(refusal.find("asks resume to raise run.attempts to 100") != std::string::npos);
+  CHECK(config.entry("run.attempts").source == Source::built_in);
+  // Started here with it: replayed.
+  restore_run_flags(record, config, json{{"config", {{"run.attempts", 100}}}});
+  CHECK(config.settings().run.attempts == 100);
 }
