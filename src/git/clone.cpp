@@ -19,6 +19,25 @@ void check_git(const util::CapturedRun& run, const std::string& what) {
 
 }  // namespace
 
+void write_fixed_git_dir(const std::string& dir, const git_oid& head, mode_t file_mode) {
+  for (const char* sub : {"/objects", "/refs", "/info"}) util::make_dirs(dir + sub);
+  util::write_file(dir + "/HEAD", oid_to_string(head) + "\n", file_mode);
+  // logallrefupdates off: nothing the worker does can produce reflogs, and we
+  // keep the clone small. splitIndex off: one index file, which a sandbox's
+  // read-only git dir and a copied index both need.
+  util::write_file(dir + "/config",
+                   "[core]\n"
+                   "\trepositoryformatversion = 0\n"
+                   "\tfilemode = true\n"
+                   "\tbare = false\n"
+                   "\tsymlinks = true\n"
+                   "\tlogallrefupdates = false\n"
+                   "\tautocrlf = false\n"
+                   "\tsplitIndex = false\n",
+                   file_mode);
+  util::write_file(dir + "/info/attributes", neutral_attributes, file_mode);
+}
+
 void create_private_clone(const Repository& user_repo, const git_oid& base, const ClonePaths& paths,
                           const std::string& git_dir_as_seen_inside) {
   const std::string& g = paths.git_dir;
@@ -26,18 +45,7 @@ void create_private_clone(const Repository& user_repo, const git_oid& base, cons
        {"", "/objects", "/objects/info", "/objects/pack", "/refs", "/refs/heads", "/refs/tags", "/info"}) {
     util::make_dirs(g + dir);
   }
-  util::write_file(g + "/HEAD", oid_to_string(base) + "\n");
-  // logallrefupdates off: nothing the worker does can produce reflogs, and we
-  // keep the clone small. The checkout settings are fixed here, not inherited.
-  util::write_file(g + "/config",
-                   "[core]\n"
-                   "\trepositoryformatversion = 0\n"
-                   "\tfilemode = true\n"
-                   "\tbare = false\n"
-                   "\tsymlinks = true\n"
-                   "\tlogallrefupdates = false\n"
-                   "\tautocrlf = false\n");
-  util::write_file(g + "/info/attributes", neutral_attributes);
+  write_fixed_git_dir(g, base, 0644);
   util::write_file(g + "/description", "git-mullet private clone\n");
 
   util::make_dirs(paths.work_tree);

@@ -21,6 +21,12 @@ struct ClonePaths {
 // bytes exactly as they are, whatever .gitattributes the tree carries.
 inline constexpr const char* neutral_attributes = "* -text -eol -filter -ident -working-tree-encoding\n";
 
+// Writes what every git dir of ours holds, fixed rather than inherited: HEAD
+// detached at `head`, a config with the checkout settings and no reflogs,
+// neutral info/attributes, each file with `file_mode`. `dir` and its
+// objects/, refs/ and info/ exist afterwards.
+void write_fixed_git_dir(const std::string& dir, const git_oid& head, mode_t file_mode);
+
 // Creates the git dir and checks the base out into the (new, empty) work tree
 // with git's parallel checkout. `git_dir_as_seen_inside` is what the work
 // tree's .git file names, so git finds its git dir inside the sandbox.

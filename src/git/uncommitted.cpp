@@ -36,19 +36,7 @@ class ScratchGitDir {
     const std::string common = util::real_path(repo.common_dir());
     m_dir = util::TempDir("/tmp", "mullet-uncommitted-");
     const std::string& g = m_dir.path();
-    for (const char* dir : {"/objects", "/refs", "/info"}) util::make_dirs(g + dir, 0700);
-    util::write_file(g + "/HEAD", oid_to_string(head) + "\n", 0600);
-    util::write_file(g + "/config",
-                     "[core]\n"
-                     "\trepositoryformatversion = 0\n"
-                     "\tfilemode = true\n"
-                     "\tbare = false\n"
-                     "\tsymlinks = true\n"
-                     "\tlogallrefupdates = false\n"
-                     "\tautocrlf = false\n"
-                     "\tsplitIndex = false\n",
-                     0600);
-    util::write_file(g + "/info/attributes", neutral_attributes, 0600);
+    write_fixed_git_dir(g, head, 0600);
     if (const auto exclude = util::read_regular_file_if_exists(common + "/info/exclude", max_exclude_bytes)) {
       util::write_file(g + "/info/exclude", *exclude, 0600);
     }
@@ -68,7 +56,7 @@ class ScratchGitDir {
     GitCliTarget user{repo.git_dir(), std::nullopt, {}};
     user.user_config = true;
     const auto excludes = run_git(user, {"config", "--path", "--get", "core.excludesFile"});
-    const std::string file = util::trim(util::split(excludes.out, '\n').front());
+    std::string file = util::trim(util::split(excludes.out, '\n').front());
     if (excludes.status.success() && !file.empty()) return file;
     const char* xdg = std::getenv("XDG_CONFIG_HOME");
     if (xdg != nullptr && *xdg != '\0') return std::string(xdg) + "/git/ignore";
