@@ -51,7 +51,9 @@ zsh_complete() {
 setopt extendedglob
 zmodload zsh/zpty
 zpty -b complete zsh -f -i
-zpty -w complete "PS1= PS2= PROMPT_EOL_MARK=; unsetopt zle_bracketed_paste 2>/dev/null"
+# list_ambiguous off: the list is shown even when the matches share a prefix
+# that zsh inserts first (two job ids starting with the same digit, 1 in 16).
+zpty -w complete "PS1= PS2= PROMPT_EOL_MARK=; unsetopt zle_bracketed_paste 2>/dev/null; unsetopt list_ambiguous"
 zpty -w complete "fpath=('$1' \$fpath); autoload -U compinit; compinit -u -D"
 # Tab completes, shows the list, then says so: zle lists nothing while more
 # input is pending, so the rest is typed only once that is seen.
