@@ -148,13 +148,16 @@ test_an_interactive_shell_on_a_terminal_is_typed_into_and_recorded() {
 
 test_the_window_size_reaches_the_shell_and_follows_the_terminal() {
   a_job
-  # The program inside says its size, waits for SIGWINCH (its handler is in
-  # place before it says READY), then says its size again.
+  # The program inside says its size, waits for SIGWINCH, then says its size
+  # again. The signal is blocked before it says READY and taken with sigwait:
+  # one that comes before the wait stays pending (with pause() it was lost,
+  # and the test hung, when the resize came between READY and the pause).
   local inner='import os, signal
 signal.signal(signal.SIGWINCH, lambda *a: None)
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGWINCH])
 print("FIRST", os.get_terminal_size(0).lines, os.get_terminal_size(0).columns, flush=True)
 print("READY", flush=True)
-signal.pause()
+signal.sigwait([signal.SIGWINCH])
 print("THEN", os.get_terminal_size(0).lines, os.get_terminal_size(0).columns, flush=True)'
   OUTER_SIZE=31x97 OUTER_RESIZE=READY:42x123 python3 "$LIB/tiocsti_outer.py" "$PWD/../report.json" \
     timeout -k 5 60 git mullet shell "$JOB" -- python3 -c "$inner"
