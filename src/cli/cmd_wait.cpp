@@ -177,8 +177,8 @@ int wait_for_job(const WaitOptions& options) {
   // The record does not keep run's hint: the error has to speak for itself.
   std::string hint;
   if (state == jobs::JobState::interrupted && record.error.empty()) {
-    shown.error = "the git-mullet process running it (pid " + std::to_string(record.runner.pid) +
-                  ") ended before the job did";
+    shown.error =
+        "the git-mullet process running it (pid " + std::to_string(record.runner.pid) + ") ended before the job did";
     hint = "what it did so far: git mullet log " + id;
   }
   const int exit_code = jobs::exit_code_for(state);

@@ -257,8 +257,9 @@ TEST_CASE("opencode: the verdict names what went wrong") {
     CHECK(outcome.error.find("blocked: no compiler here") != std::string::npos);
     CHECK(outcome.report.status == "blocked");
     // The refused `rm a.txt` is named, and where commands are allowed.
-    CHECK(outcome.hint == "refused tool uses: bash: rm a.txt (to let the worker run a command, name it in "
-                          "[opencode] allow_bash)");
+    CHECK(outcome.hint ==
+          "refused tool uses: bash: rm a.txt (to let the worker run a command, name it in "
+          "[opencode] allow_bash)");
   }
   SUBCASE("blocked, nothing refused") {
     auto state = state_of(session_events);
