@@ -32,19 +32,31 @@ std::string shown_state(const jobs::JobSummary& job) {
 // repository's sequence (two jobs in one tick), then by id; damaged records,
 // whose times are not trusted, last.
 void sort_newest_first(std::vector<jobs::JobSummary>& jobs) {
-  // Each key once: parsing a time costs more than comparing.
+  // Each key once (parsing a time costs more than comparing), and the keys
+  // sorted rather than the summaries, which are large to move.
   using Key = std::tuple<bool, std::int64_t, std::int64_t>;
-  std::vector<std::pair<Key, jobs::JobSummary>> keyed;
+  std::vector<std::pair<Key, std::size_t>> keyed;
   keyed.reserve(jobs.size());
-  for (auto& job : jobs) {
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const auto& job = jobs[i];
     const auto created = job.damage.empty() ? util::parse_utc_ms(job.record.created_at) : std::nullopt;
-    keyed.emplace_back(Key{job.damage.empty(), created.value_or(0), job.record.sequence}, std::move(job));
+    keyed.emplace_back(Key{job.damage.empty(), created.value_or(0), job.record.sequence}, i);
   }
-  std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second.id < b.second.id;
+  std::sort(keyed.begin(), keyed.end(), [&jobs](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : jobs[a.second].id < jobs[b.second].id;
   });
-  jobs.clear();
-  for (auto& [key, job] : keyed) jobs.push_back(std::move(job));
+  // Placed by following each cycle of the permutation: no second vector.
+  std::vector<bool> placed(jobs.size(), false);
+  for (std::size_t start = 0; start < jobs.size(); ++start) {
+    if (placed[start]) continue;
+    std::size_t at = start;
+    while (keyed[at].second != start) {
+      std::swap(jobs[at], jobs[keyed[at].second]);
+      placed[at] = true;
+      at = keyed[at].second;
+    }
+    placed[at] = true;
+  }
 }
 
 std::vector<std::string> wanted_states(const std::vector<std::string>& given) {
@@ -90,57 +102,73 @@ std::string cut_to_width(const std::string& text, std::size_t width) {
   return text.substr(0, end) + "…";
 }
 
-std::string pad(std::string text, std::size_t width) {
-  const std::size_t shown = display_width(text);
-  if (shown < width) text.append(width - shown, ' ');
-  return text;
-}
+constexpr std::size_t table_columns = 7;
 
-std::vector<std::string> row_of(const jobs::JobSummary& job, std::int64_t now_ms) {
+// Appends the job's row: id, state, age, duration, cost, changes and title
+// (or what is damaged). Only the last cell is the job's own text (a fetched
+// record's: anyone's): it is made safe here, before it is measured; the
+// others are ours.
+void append_row(std::vector<std::string>& cells, const jobs::JobSummary& job, std::int64_t now_ms) {
   const auto& record = job.record;
-  if (!job.damage.empty()) return {job.id, damaged_state, "-", "-", "-", "-", job.damage};
+  if (!job.damage.empty()) {
+    for (const char* cell : {"", damaged_state, "-", "-", "-", "-"}) cells.emplace_back(cell);
+    cells[cells.size() - 6] = job.id;
+    cells.push_back(util::terminal_safe(job.damage));
+    return;
+  }
   const auto created = util::parse_utc_ms(record.created_at);
   const auto finished = util::parse_utc_ms(record.finished_at);
   const jobs::JobState state = jobs::effective_state(record);
-  std::string age = created ? util::format_elapsed(now_ms - *created) : "-";
-  std::string duration = "-";
-  if (created && finished) duration = util::format_elapsed(*finished - *created);
-  if (created && state == jobs::JobState::running) duration = util::format_elapsed(now_ms - *created);
-  const std::string cost = record.cost_usd ? "$" + util::format_decimal(*record.cost_usd, 2) : "-";
-  const std::string changes = record.changes ? "+" + std::to_string(record.changes->insertions) + " -" +
-                                                   std::to_string(record.changes->deletions)
-                                             : "-";
-  return {job.id, jobs::state_name(state), age, duration, cost, changes, record.title};
+  cells.push_back(job.id);
+  cells.push_back(jobs::state_name(state));
+  cells.push_back(created ? util::format_elapsed(now_ms - *created) : "-");
+  if (created && state == jobs::JobState::running) {
+    cells.push_back(util::format_elapsed(now_ms - *created));
+  } else if (created && finished) {
+    cells.push_back(util::format_elapsed(*finished - *created));
+  } else {
+    cells.emplace_back("-");
+  }
+  cells.push_back(record.cost_usd ? "$" + util::format_decimal(*record.cost_usd, 2) : "-");
+  cells.push_back(record.changes ? "+" + std::to_string(record.changes->insertions) + " -" +
+                                       std::to_string(record.changes->deletions)
+                                 : "-");
+  cells.push_back(util::terminal_safe(record.title));
 }
 
 // One line per job; on a terminal a header and titles cut to the width.
 // Piped, no header, so every line is a job.
 std::string table(const std::vector<jobs::JobSummary>& jobs) {
   const std::size_t columns = terminal_columns();
-  std::vector<std::vector<std::string>> rows;
-  if (columns > 0) rows.push_back({"ID", "STATE", "AGE", "DURATION", "COST", "CHANGES", "TITLE"});
-  const std::int64_t now = util::epoch_ms();
-  // Titles and damage are the job's (a fetched record's: anyone's): made
-  // safe before they are measured.
-  for (const auto& job : jobs) {
-    auto row = row_of(job, now);
-    for (auto& cell : row) cell = util::terminal_safe(cell);
-    rows.push_back(std::move(row));
+  std::vector<std::string> cells;
+  cells.reserve((jobs.size() + 1) * table_columns);
+  if (columns > 0) {
+    for (const char* heading : {"ID", "STATE", "AGE", "DURATION", "COST", "CHANGES", "TITLE"}) {
+      cells.emplace_back(heading);
+    }
   }
-  std::vector<std::size_t> widths(rows.empty() ? 0 : rows.front().size() - 1, 0);
-  for (const auto& row : rows) {
-    for (std::size_t i = 0; i < widths.size(); ++i) widths[i] = std::max(widths[i], display_width(row[i]));
+  const std::int64_t now = util::epoch_ms();
+  for (const auto& job : jobs) append_row(cells, job, now);
+  std::vector<std::size_t> widths(table_columns - 1, 0);
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const std::size_t column = i % table_columns;
+    if (column + 1 < table_columns) widths[column] = std::max(widths[column], display_width(cells[i]));
   }
   std::size_t used = 0;
   for (const auto width : widths) used += width + 2;
   constexpr std::size_t least_title = 12;
   const std::size_t title_room = columns > used + least_title ? columns - used : least_title;
   std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < widths.size(); ++i) line += pad(row[i], widths[i]) + "  ";
-    line += columns > 0 ? cut_to_width(row.back(), title_room) : row.back();
-    out += line + "\n";
+  out.reserve(cells.size() / table_columns * (used + 64));
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const std::size_t column = i % table_columns;
+    if (column + 1 == table_columns) {
+      out += columns > 0 ? cut_to_width(cells[i], title_room) : cells[i];
+      out += '\n';
+      continue;
+    }
+    out += cells[i];
+    out.append(widths[column] - display_width(cells[i]) + 2, ' ');
   }
   return out;
 }

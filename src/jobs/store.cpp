@@ -13,6 +13,7 @@
 
 #include "git/handles.hpp"
 #include "jobs/id.hpp"
+#include "jobs/summary_cache.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/fs.hpp"
@@ -104,28 +105,49 @@ std::vector<std::string> JobStore::ids() const {
 }
 
 std::vector<JobSummary> JobStore::summaries() const {
-  std::vector<JobSummary> found;
-  git_reference_iterator* raw = nullptr;
-  check(git_reference_iterator_glob_new(&raw, m_repo.get(), "refs/mullet/jobs/*"), "cannot list jobs");
-  git::ReferenceIteratorPtr iterator(raw);
-  git_reference* raw_ref = nullptr;
-  const std::size_t prefix = std::string(jobs_ref_prefix).size();
-  while (git_reference_next(&raw_ref, iterator.get()) == 0) {
-    git::ReferencePtr ref(raw_ref);
-    JobSummary summary;
-    summary.id = std::string(git_reference_name(ref.get())).substr(prefix);
-    if (!is_valid_job_id(summary.id)) continue;
-    try {
+  // The refs first, so the summaries (large, and thousands of them) are
+  // placed once rather than moved as a vector grows.
+  std::vector<std::pair<std::string, std::optional<git_oid>>> refs;
+  {
+    git_reference_iterator* raw = nullptr;
+    check(git_reference_iterator_glob_new(&raw, m_repo.get(), "refs/mullet/jobs/*"), "cannot list jobs");
+    git::ReferenceIteratorPtr iterator(raw);
+    git_reference* raw_ref = nullptr;
+    const std::size_t prefix = std::string(jobs_ref_prefix).size();
+    while (git_reference_next(&raw_ref, iterator.get()) == 0) {
+      git::ReferencePtr ref(raw_ref);
+      std::string id = std::string(git_reference_name(ref.get())).substr(prefix);
+      if (!is_valid_job_id(id)) continue;
       const git_oid* target = git_reference_target(ref.get());
-      if (target == nullptr) throw DamagedRecord(summary.id, "its ref", "is not a direct reference");
-      const auto commit = record_commit(m_repo.get(), *target, summary.id);
-      const auto json = nlohmann::json::parse(commit_summary_line(commit.get()), nullptr, false);
-      if (json.is_discarded()) throw DamagedRecord(summary.id, "the summary line", "is not JSON");
-      summary.record = record_from_json(json, summary.id);
+      refs.emplace_back(std::move(id), target == nullptr ? std::nullopt : std::optional<git_oid>(*target));
+    }
+  }
+  const std::string common = util::real_path(m_repo.common_dir());
+  SummaryCache cache(common + "/mullet/summary-cache");
+  std::vector<JobSummary> found(refs.size());
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    auto& [id, target] = refs[i];
+    JobSummary& summary = found[i];
+    summary.id = std::move(id);
+    try {
+      if (!target) throw DamagedRecord(summary.id, "its ref", "is not a direct reference");
+      const std::string commit_hex = git::oid_to_string(*target);
+      if (!cache.find(commit_hex, summary.record) || summary.record.id != summary.id) {
+        summary.record = JobRecord();
+        const auto commit = record_commit(m_repo.get(), *target, summary.id);
+        const auto json = nlohmann::json::parse(commit_summary_line(commit.get()), nullptr, false);
+        if (json.is_discarded()) throw DamagedRecord(summary.id, "the summary line", "is not JSON");
+        summary.record = record_from_json(json, summary.id);
+        cache.remember(commit_hex, summary.record);
+      }
     } catch (const DamagedRecord& damaged) {
       summary.damage = damaged.field() + " " + damaged.problem();
     }
-    found.push_back(std::move(summary));
+  }
+  try {
+    util::make_private_dirs(common, "mullet");
+    cache.save();
+  } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): without a cache, the next list reads every record
   }
   return found;
 }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <string_view>
 #include <vector>
 
 #include "util/error.hpp"
@@ -40,28 +41,30 @@ std::string now_utc_ms() {
 }
 
 std::optional<std::int64_t> parse_utc_ms(const std::string& text) {
-  // YYYY-MM-DDTHH:MM:SS, then Z or .mmmZ.
+  // YYYY-MM-DDTHH:MM:SS, then Z or .mmmZ. `list` parses every job's times:
+  // plain arithmetic, no allocation and no time zone lookup (timegm's).
   const bool with_millis = text.size() == 24;
   if (text.size() != 20 && !with_millis) return std::nullopt;
-  const std::string shape = with_millis ? "dddd-dd-ddTdd:dd:dd.dddZ" : "dddd-dd-ddTdd:dd:ddZ";
+  const std::string_view shape = with_millis ? "dddd-dd-ddTdd:dd:dd.dddZ" : "dddd-dd-ddTdd:dd:ddZ";
   for (std::size_t i = 0; i < shape.size(); ++i) {
     const bool digit = text[i] >= '0' && text[i] <= '9';
     if (shape[i] == 'd' ? !digit : text[i] != shape[i]) return std::nullopt;
   }
-  const auto number = [&](std::size_t at, std::size_t length) { return std::stoi(text.substr(at, length)); };
-  std::tm parts{};
-  parts.tm_year = number(0, 4) - 1900;
-  parts.tm_mon = number(5, 2) - 1;
-  parts.tm_mday = number(8, 2);
-  parts.tm_hour = number(11, 2);
-  parts.tm_min = number(14, 2);
-  parts.tm_sec = number(17, 2);
-  if (parts.tm_mon > 11 || parts.tm_mday < 1 || parts.tm_mday > 31 || parts.tm_hour > 23 || parts.tm_min > 59 ||
-      parts.tm_sec > 60) {
-    return std::nullopt;
-  }
-  const std::time_t seconds = ::timegm(&parts);
-  return static_cast<std::int64_t>(seconds) * 1000 + (with_millis ? number(20, 3) : 0);
+  const auto number = [&](std::size_t at, std::size_t length) {
+    int value = 0;
+    for (std::size_t i = at; i < at + length; ++i) value = value * 10 + (text[i] - '0');
+    return value;
+  };
+  const std::chrono::year_month_day date{std::chrono::year{number(0, 4)},
+                                         std::chrono::month{static_cast<unsigned>(number(5, 2))},
+                                         std::chrono::day{static_cast<unsigned>(number(8, 2))}};
+  const int hour = number(11, 2);
+  const int minute = number(14, 2);
+  const int second = number(17, 2);
+  if (!date.ok() || hour > 23 || minute > 59 || second > 60) return std::nullopt;
+  const std::int64_t days = std::chrono::sys_days(date).time_since_epoch().count();
+  const std::int64_t seconds = days * 86400 + hour * 3600 + minute * 60 + second;
+  return seconds * 1000 + (with_millis ? number(20, 3) : 0);
 }
 
 std::string format_elapsed(std::int64_t ms) {

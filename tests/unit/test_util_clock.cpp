@@ -16,8 +16,9 @@ TEST_CASE("parse_utc_ms reads record times with and without milliseconds") {
   CHECK(parse_utc_ms("2026-12-02T13:53:40.999Z") == 1796219620999);
   // Older records (seconds) and newer ones (milliseconds) order together.
   CHECK(*parse_utc_ms("2026-12-02T13:53:40Z") < *parse_utc_ms("2026-12-02T13:53:40.001Z"));
-  for (const char* bad : {"", "2026-12-02", "2026-12-02T13:53:40", "2026-12-02T13:53:40.12Z", "2026-13-02T13:53:40Z",
-                          "2026-12-02 13:53:40Z", "2026-12-02T13:53:40+01:00", "x026-12-02T13:53:40Z"}) {
+  for (const char* bad :
+       {"", "2026-12-02", "2026-12-02T13:53:40", "2026-12-02T13:53:40.12Z", "2026-13-02T13:53:40Z",
+        "2026-02-30T13:53:40Z", "2026-12-02 13:53:40Z", "2026-12-02T13:53:40+01:00", "x026-12-02T13:53:40Z"}) {
     CHECK_MESSAGE(!parse_utc_ms(bad), bad);
   }
 }
