@@ -59,8 +59,8 @@ std::optional<std::int64_t> parse_utc_ms(const std::string& text) {
                                          std::chrono::month{static_cast<unsigned>(number(5, 2))},
                                          std::chrono::day{static_cast<unsigned>(number(8, 2))}};
   const int hour = number(11, 2);
-  const int minute = number(14, 2);
-  const int second = number(17, 2);
+  const std::int64_t minute = number(14, 2);
+  const std::int64_t second = number(17, 2);
   if (!date.ok() || hour > 23 || minute > 59 || second > 60) return std::nullopt;
   const std::int64_t days = std::chrono::sys_days(date).time_since_epoch().count();
   const std::int64_t seconds = days * 86400 + hour * 3600 + minute * 60 + second;
