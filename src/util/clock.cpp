@@ -58,7 +58,7 @@ std::optional<std::int64_t> parse_utc_ms(const std::string& text) {
   const std::chrono::year_month_day date{std::chrono::year{number(0, 4)},
                                          std::chrono::month{static_cast<unsigned>(number(5, 2))},
                                          std::chrono::day{static_cast<unsigned>(number(8, 2))}};
-  const int hour = number(11, 2);
+  const std::int64_t hour = number(11, 2);
   const std::int64_t minute = number(14, 2);
   const std::int64_t second = number(17, 2);
   if (!date.ok() || hour > 23 || minute > 59 || second > 60) return std::nullopt;
