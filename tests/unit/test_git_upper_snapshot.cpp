@@ -5,6 +5,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -47,6 +48,10 @@ mullet::util::CapturedRun run_shell(const std::string& script, const std::vector
                                     const mullet::util::Environment& extra) {
   mullet::util::SpawnOptions options;
   options.argv = prefix;
+  if (!options.argv.empty()) {
+    options.argv[0] = mullet::util::find_in_path(options.argv[0], mullet::util::host_path());
+    REQUIRE_MESSAGE(!options.argv[0].empty(), prefix[0] << " is not on PATH");
+  }
   options.argv.insert(options.argv.end(), {"/bin/sh", "-c", script});
   options.env = extra;
   options.env["PATH"] = mullet::util::host_path();
@@ -256,6 +261,12 @@ void check_every_change(Mount mount) {
   CHECK_FALSE(f.at(got.tree, "node_modules"));
   CHECK(f.at(got.tree, "hard.txt") == "bbbb\n");
   CHECK_FALSE(f.at(got.tree, "deep/other"));
+  // The same warnings, and none for whiteouts.
+  auto expected_warnings = expected.warnings;
+  auto got_warnings = got.warnings;
+  std::sort(expected_warnings.begin(), expected_warnings.end());
+  std::sort(got_warnings.begin(), got_warnings.end());
+  CHECK(joined(got_warnings) == joined(expected_warnings));
   CHECK(warned(got, "fifo", "special file"));
   CHECK(warned(got, "nested/.git", "nested .git"));
   CHECK(warned(got, "big.bin", "limits.file_mb"));
