@@ -71,8 +71,15 @@ class MergedIgnores {
     if (!m_any_rules) return false;
     if (!m_repo) open_scratch();
     for (const auto& [rel, content] : m_pending) {
-      util::make_dirs(m_scratch.path() + "/work/" + rel, 0700);
-      util::write_file(m_scratch.path() + "/work/" + rel + ".gitignore", content, 0600);
+      try {
+        util::make_dirs(m_scratch.path() + "/work/" + rel, 0700);
+        util::write_file(m_scratch.path() + "/work/" + rel + ".gitignore", content, 0600);
+      } catch (const Error&) {
+        // A path too long for a path name: its rules are not applied (the
+        // safe way: what they would leave out is recorded), as libgit2
+        // applies none to a work tree path it cannot name.
+        m_entries.warn(rel + ".gitignore", "its directory is nested too deep to apply its ignore rules; not applied");
+      }
     }
     m_pending.clear();
     return detail::path_is_ignored(m_repo->get(), path);

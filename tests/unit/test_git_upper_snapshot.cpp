@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -16,6 +17,7 @@
 #include "git/repository.hpp"
 #include "git/snapshot.hpp"
 #include "git/upper_snapshot.hpp"
+#include "util/fd.hpp"
 #include "util/process.hpp"
 
 #include "support/support.hpp"
@@ -373,4 +375,28 @@ TEST_CASE("upper snapshot: whiteout-looking names and devices other than 0/0 are
     CHECK_FALSE(f.at(with_device.tree, "same.txt"));
     CHECK(warned(with_device, "same.txt", "special file"));
   }
+}
+
+TEST_CASE("upper snapshot: a .gitignore nested deeper than a path name can reach is not applied, and no failure") {
+  OverlayFixture f;
+  // 18 directories of 250 bytes each: a path of about 4,500 bytes, beyond
+  // PATH_MAX, which only a walk relative to each directory reaches.
+  const std::string name(250, 'a');
+  mullet::UniqueFd dir(::open(f.upper().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(dir);
+  std::string relative;
+  for (int level = 0; level < 18; ++level) {
+    REQUIRE(::mkdirat(dir.get(), name.c_str(), 0755) == 0);
+    dir = mullet::UniqueFd(::openat(dir.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(dir);
+    relative += name + "/";
+  }
+  for (const auto& [file, content] : {std::pair<std::string, std::string>{".gitignore", "*.x\n"}, {"f.x", "kept\n"}}) {
+    mullet::UniqueFd out(::openat(dir.get(), file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    REQUIRE(out);
+    REQUIRE(::write(out.get(), content.data(), content.size()) == static_cast<ssize_t>(content.size()));
+  }
+  const Snapshot got = f.from_upper(user_xattr);
+  CHECK(f.at(got.tree, relative + "f.x") == "kept\n");
+  CHECK(warned(got, relative + ".gitignore", "nested too deep"));
 }
