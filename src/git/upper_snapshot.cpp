@@ -48,6 +48,7 @@ class MergedIgnores {
     if (::fstatat(dir_fd, ".gitignore", &info, AT_SYMLINK_NOFOLLOW) == 0) {
       if (is_whiteout(info)) return parent_safe;
       if (!S_ISREG(info.st_mode) || info.st_size > detail::max_gitignore_bytes) return unusable(rel);
+      if (!parent_safe) return false;
       content = read_upper(dir_fd, rel, info);
     } else if (errno != ENOENT) {
       m_entries.warn_uninspectable(rel + ".gitignore", errno);
@@ -60,7 +61,8 @@ class MergedIgnores {
       content = read_base(*git_tree_entry_id(entry));
       if (!content) return unusable(rel);
     }
-    if (parent_safe && content) {
+    if (!parent_safe) return false;
+    if (content) {
       m_pending.emplace_back(rel, std::move(*content));
       m_any_rules = true;
     }
@@ -244,6 +246,7 @@ Snapshot take_upper_snapshot(const Repository& user_repo, const git_oid& base_tr
 
   Snapshot result;
   UpperWalker walker(user_repo, base_tree, opaque_xattr, with_base, result);
+  // The root is never opaque: overlayfs merges it whatever its xattrs say.
   const auto tree = walker.walk(root.get(), "", base.get(), true, true, 0);
   result.tree = tree ? *tree : walker.empty_tree();
   return result;

@@ -319,6 +319,7 @@ TEST_CASE("upper snapshot: only the mount's own opaque xattr is honoured") {
   fs::create_directories(f.upper("dir"));
   make_file(f.upper("dir/new.txt"), "new\n");
   REQUIRE(::setxattr(f.upper("dir").c_str(), user_xattr, "y", 1, 0) == 0);
+  REQUIRE(::setxattr(f.upper().c_str(), user_xattr, "y", 1, 0) == 0);  // as the kernel, never for the root
   fs::create_directories(f.upper("ign2"));
   REQUIRE(::setxattr(f.upper("ign2").c_str(), user_xattr, "yes", 3, 0) == 0);
 
@@ -332,6 +333,7 @@ TEST_CASE("upper snapshot: only the mount's own opaque xattr is honoured") {
   CHECK_FALSE(f.at(in_namespace.tree, "dir/nested.txt"));
   CHECK(f.at(in_namespace.tree, "dir/new.txt") == "new\n");
   CHECK(f.at(in_namespace.tree, "ign2/keep.txt") == "keep\n");
+  CHECK(f.at(in_namespace.tree, "README") == "hello\n");
 
   if (::geteuid() == 0) {
     fs::create_directories(f.upper("redo"));
@@ -399,4 +401,19 @@ TEST_CASE("upper snapshot: a .gitignore nested deeper than a path name can reach
   const Snapshot got = f.from_upper(user_xattr);
   CHECK(f.at(got.tree, relative + "f.x") == "kept\n");
   CHECK(warned(got, relative + ".gitignore", "nested too deep"));
+}
+
+TEST_CASE("upper snapshot: a .gitignore over 1 MiB is not applied, below it either") {
+  OverlayFixture f;
+  f.change(
+      "{ echo '*.dat'; head -c 1048576 /dev/zero | tr '\\0' '#'; } > ign2/.gitignore && echo d > ign2/b.dat && "
+      "mkdir ign2/sub && echo d > ign2/sub/c.dat && echo l > ign2/sub/d.log",
+      Mount::user_namespace);
+  const Snapshot expected = f.reference();
+  const Snapshot got = f.from_upper(user_xattr);
+  CHECK_MESSAGE(same(got.tree, expected.tree), f.difference(expected.tree, got.tree));
+  CHECK(f.at(got.tree, "ign2/b.dat") == "d\n");
+  CHECK(f.at(got.tree, "ign2/sub/c.dat") == "d\n");
+  CHECK(f.at(got.tree, "ign2/sub/d.log") == "l\n");  // the root's *.log is not applied below either
+  CHECK(warned(got, "ign2/.gitignore", "at most 1 MiB"));
 }
