@@ -10,6 +10,10 @@
 // (never walked, never hashed). The upper dir is walked with the same rules as
 // take_snapshot (O_NOFOLLOW, symlinks as symlinks, special files left out,
 // .git never recorded, limits.file_mb, untracked ignored paths left out).
+// The mount is expected without redirects or metacopy (redirect_dir=off as
+// root; with userxattr kernel 6.18 refuses that and wants
+// redirect_dir=nofollow; metacopy=off, index=off): no redirect or metacopy
+// xattr is ever read, so a worker's own cannot redirect the snapshot.
 #pragma once
 
 #include <string>
