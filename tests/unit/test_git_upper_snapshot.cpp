@@ -66,7 +66,8 @@ mullet::util::CapturedRun run_shell(const std::string& script, const std::vector
 // changes reach through the kernel, recorded by take_upper_snapshot.
 class OverlayFixture {
  public:
-  OverlayFixture()
+  // `gitlink`: the base also has a submodule at mod/.
+  explicit OverlayFixture(bool gitlink = false)
       : m_user(m_scratch / "user"),
         m_reference{m_scratch / "reference/git", m_scratch / "reference/work"},
         m_lower{m_scratch / "lower/git", m_scratch / "lower/work"},
@@ -96,6 +97,10 @@ class OverlayFixture {
                                                                     {"ign3/keep.txt", "keep\n"},
                                                                     {"deps/lib.txt", "lib\n"}};
     for (const auto& [path, content] : files) make_file(m_user.path(path), content);
+    if (gitlink) {
+      fs::create_directories(m_user.path("mod"));
+      m_user.git({"update-index", "--add", "--cacheinfo", std::string("160000,") + std::string(40, '1') + ",mod"});
+    }
     m_base = mullet::git::oid_from_string(m_user.commit_all("base", true));
     m_base_tree = m_repo.tree_of(m_base);
     mullet::git::create_private_clone(m_repo, m_base, m_reference, "/mullet/git");
@@ -154,6 +159,7 @@ class OverlayFixture {
     if (git_tree_entry_bypath(&raw_entry, tree.get(), path.c_str()) != 0) return std::nullopt;
     const mullet::git::TreeEntryPtr entry(raw_entry);
     if (git_tree_entry_filemode(entry.get()) == GIT_FILEMODE_TREE) return std::string("<tree>");
+    if (git_tree_entry_filemode(entry.get()) == GIT_FILEMODE_COMMIT) return std::string("<gitlink>");
     return m_repo.read_blob(*git_tree_entry_id(entry.get()));
   }
 
@@ -416,4 +422,17 @@ TEST_CASE("upper snapshot: a .gitignore over 1 MiB is not applied, below it eith
   CHECK(f.at(got.tree, "ign2/sub/c.dat") == "d\n");
   CHECK(f.at(got.tree, "ign2/sub/d.log") == "l\n");  // the root's *.log is not applied below either
   CHECK(warned(got, "ign2/.gitignore", "at most 1 MiB"));
+}
+
+TEST_CASE("upper snapshot: a submodule stays as the base had it, whatever the worker writes into its directory") {
+  OverlayFixture f(true);
+  f.change("echo x > mod/file && rm -rf dir && mkdir dir && mkdir dir/sub && echo n > dir/sub/n2.txt",
+           Mount::user_namespace);
+  const Snapshot expected = f.reference();
+  const Snapshot got = f.from_upper(user_xattr);
+  CHECK_MESSAGE(same(got.tree, expected.tree), f.difference(expected.tree, got.tree));
+  CHECK_FALSE(same(got.tree, f.base_tree()));
+  CHECK(f.at(got.tree, "mod") == "<gitlink>");
+  CHECK_FALSE(f.at(got.tree, "dir/nested.txt"));
+  CHECK(f.at(got.tree, "dir/sub/n2.txt") == "n\n");
 }
