@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154 # $files and $repo are the caller's
 # The benchmark repository bench/job-start and bench/snapshot share: one
 # commit of $files small text files (100 per leaf directory, leaves spread over
 # top-level directories of 25 leaves each) and a README, generated once into
