@@ -34,6 +34,8 @@ struct Snapshot {
   git_oid tree{};
   std::vector<std::string> warnings;  // entries left out, and why
   std::size_t files_hashed = 0;
+  // Files whose stat data matched the clone's index (take_snapshot only: an
+  // upper snapshot never looks at an unchanged file).
   std::size_t files_reused = 0;
 };
 
