@@ -147,6 +147,8 @@ WorkerSpec ClaudeExecutor::prepare(const TaskContext& task) const {
   };
   spec.stdin_data = claude::build_prompt({task.prompt, settings.claude.allow_bash, sandbox::inside::work_tree});
   spec.structured_stdout = true;
+  // Claude Code runs Bash commands, and only those, in its own bubblewrap.
+  spec.nested_sandbox = !settings.claude.allow_bash.empty();
   spec.record = {"claude", binary.path, binary.version, settings.claude.model};
   return spec;
 }

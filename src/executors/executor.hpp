@@ -89,6 +89,9 @@ struct WorkerSpec {
   // environment, no network): the worker's program reports the configuration
   // it resolved, for check_preflight(). Empty: none.
   std::vector<std::string> preflight_command;
+  // It runs commands in a sandbox of its own inside ours (Claude Code's Bash):
+  // the system call filter leaves it what that needs.
+  bool nested_sandbox = false;
   ExecutorRecord record;
 };
 

@@ -97,6 +97,7 @@ PhaseSpec worker_phase(const config::Settings& settings, const JobPaths& paths, 
     phase.mounts.push_back({sandbox::MountKind::read_only_bind, paths.executor_files, executors::files_inside});
   }
   phase.structured_stdout = spec.structured_stdout;
+  phase.nested_sandbox = spec.nested_sandbox;
   phase.wall_limit = settings.limits.timeout;
   return phase;
 }
@@ -151,6 +152,7 @@ sandbox::Plan plan_for(const config::Settings& settings, const JobPaths& paths, 
     in.network.api_upstream = phase.api->upstream.to_string();
   }
   in.feeds_stdin = !phase.stdin_data.empty();
+  in.nested_sandbox = phase.nested_sandbox;
   if (uids) {
     in.host_uid = uids->first;
     in.host_gid = static_cast<gid_t>(uids->first);

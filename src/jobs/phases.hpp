@@ -44,6 +44,8 @@ struct PhaseSpec {
   // (events.jsonl) when structured_stdout.
   executors::WorkerSession* session = nullptr;
   bool structured_stdout = false;
+  // The command starts a sandbox of its own (WorkerSpec::nested_sandbox).
+  bool nested_sandbox = false;
   // Its stdout goes here (up to captured_stdout_cap bytes) instead of the
   // log, for a command whose output we parse; stderr still goes to the log.
   std::string* captured_stdout = nullptr;

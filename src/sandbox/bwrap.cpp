@@ -51,7 +51,8 @@ std::vector<std::string> wall_check_arguments(const Plan& plan, int report_fd) {
   return args;
 }
 
-std::vector<std::string> bwrap_arguments(const Plan& plan, const std::vector<BindSource>& sources, int report_fd) {
+std::vector<std::string> bwrap_arguments(const Plan& plan, const std::vector<BindSource>& sources, int report_fd,
+                                         int syscall_filter_fd) {
   // Every namespace, unshared strictly: --unshare-all would only *try* the
   // user and cgroup namespaces and carry on without them.
   std::vector<std::string> args = {
@@ -90,6 +91,9 @@ std::vector<std::string> bwrap_arguments(const Plan& plan, const std::vector<Bin
   // bwrap leaves its own root tmpfs and its /dev tmpfs writable unless told
   // otherwise (device nodes stay usable on a read-only /dev).
   args.insert(args.end(), {"--remount-ro", "/dev", "--remount-ro", "/"});
+  // Applied by bwrap last, just before it runs the wall check: the wall
+  // check, the worker and anything they start are under it.
+  args.insert(args.end(), {"--seccomp", std::to_string(syscall_filter_fd)});
   args.insert(args.end(), {"--chdir", plan.cwd, "--", inside::helper});
   for (auto& word : wall_check_arguments(plan, report_fd)) args.push_back(std::move(word));
   return args;

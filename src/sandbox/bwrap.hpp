@@ -29,11 +29,14 @@ struct OpenedBinds {
 OpenedBinds open_bind_sources(const Plan& plan);
 
 // Pure: the bwrap argv (without the program) for `plan`, binding the opened
-// descriptors, running our wall check first, which reports on `report_fd`.
+// descriptors, with the system call filter read from `syscall_filter_fd`
+// (compile_syscall_filter of plan.syscall_filter), running our wall check
+// first, which reports on `report_fd`.
 // The environment is not in it: argv is readable by every user on the host
 // (ps), so bwrap is started with exactly plan.env as its own environment,
 // which it hands to the sandbox unchanged.
-std::vector<std::string> bwrap_arguments(const Plan& plan, const std::vector<BindSource>& sources, int report_fd);
+std::vector<std::string> bwrap_arguments(const Plan& plan, const std::vector<BindSource>& sources, int report_fd,
+                                         int syscall_filter_fd);
 
 // The wall check's own arguments (everything after the helper's path).
 std::vector<std::string> wall_check_arguments(const Plan& plan, int report_fd);

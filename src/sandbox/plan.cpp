@@ -59,6 +59,7 @@ nlohmann::json to_json(const Plan& plan) {
   if (!plan.history.empty()) json["history"] = plan.history;
   json["host_uid"] = plan.host_uid ? nlohmann::json(*plan.host_uid) : nlohmann::json();
   if (plan.host_uid && plan.host_uid_choices > 1) json["host_uid_choices"] = plan.host_uid_choices;
+  json["syscall_filter"] = to_json(plan.syscall_filter);
   return json;
 }
 
@@ -97,6 +98,7 @@ std::string describe(const Plan& plan) {
   std::vector<std::string> env_names;
   for (const auto& [name, value] : plan.env) env_names.push_back(name);
   out << "  environment: " << util::join(env_names, " ") << "\n";
+  out << "  syscalls:    " << describe(plan.syscall_filter) << "\n";
   out << "  mounts:\n";
   for (const auto& mount : plan.mounts) {
     out << "    " << mount_kind_name(mount.kind);

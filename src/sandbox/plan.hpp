@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sandbox/syscall_filter.hpp"
+
 namespace mullet::sandbox {
 
 // Fixed paths inside every sandbox: none reveals the user's name or home.
@@ -107,6 +109,8 @@ struct Plan {
   // caller owns, never the user's terminal), made its controlling terminal
   // inside: `git mullet shell` on a terminal.
   bool controlling_terminal = false;
+  // What the sandbox may not ask the kernel (syscall_filter.hpp).
+  SyscallFilter syscall_filter;
 };
 
 nlohmann::json to_json(const Plan& plan);

@@ -93,6 +93,7 @@ Plan build_plan(const PolicyInputs& in) {
   plan.limits = in.limits;
   plan.network = in.network;
   plan.feeds_stdin = in.feeds_stdin;
+  plan.syscall_filter = syscall_filter(in.nested_sandbox);
   plan.history = in.history;
   plan.host_uid = in.host_uid;
   plan.host_gid = in.host_gid;

@@ -37,6 +37,9 @@ struct PolicyInputs {
   Limits limits;
   Network network;
   bool feeds_stdin = false;
+  // The command starts a sandbox of its own (Claude Code's): the system call
+  // filter leaves it the mount calls and netlink.
+  bool nested_sandbox = false;
   std::optional<uid_t> host_uid;
   std::optional<gid_t> host_gid;
 };

@@ -13,6 +13,7 @@
 #include "sandbox/bwrap.hpp"
 #include "sandbox/doctor.hpp"
 #include "sandbox/staging.hpp"
+#include "sandbox/syscall_filter.hpp"
 #include "sandbox/watchdogs.hpp"
 #include "util/clock.hpp"
 #include "util/error.hpp"
@@ -166,7 +167,8 @@ SandboxPipes make_sandbox_pipes(bool separate_errors) {
 // How bwrap is started. Run as root, the binds are staged for the sandbox's
 // uid (`staged`, which must outlive the spawn, is filled for the child).
 util::SpawnOptions bwrap_options(const Plan& plan, const std::string& bwrap, OpenedBinds& binds,
-                                 const SandboxPipes& pipes, const UniqueFd* terminal, std::vector<StagedBind>& staged) {
+                                 const SandboxPipes& pipes, const UniqueFd* terminal, std::vector<StagedBind>& staged,
+                                 const UniqueFd& syscall_filter) {
   util::SpawnOptions options;
   if (plan.host_uid) {
     prepare_staging_mountpoint();
@@ -180,7 +182,9 @@ util::SpawnOptions bwrap_options(const Plan& plan, const std::string& bwrap, Ope
     options.child_setup_data = &staged;
   }
   options.argv = {bwrap};
-  for (auto& word : bwrap_arguments(plan, binds.sources, pipes.report.write_end.get())) options.argv.push_back(word);
+  for (auto& word : bwrap_arguments(plan, binds.sources, pipes.report.write_end.get(), syscall_filter.get())) {
+    options.argv.push_back(word);
+  }
   options.env = plan.env;
   options.stdin_fd = plan.feeds_stdin ? pipes.input.read_end.get() : -1;
   options.stdout_fd = pipes.output.write_end.get();
@@ -192,6 +196,7 @@ util::SpawnOptions bwrap_options(const Plan& plan, const std::string& bwrap, Ope
     if (source.fd >= 0 && source.staged_path.empty()) options.keep_fds.push_back(source.fd);
   }
   options.keep_fds.push_back(pipes.report.write_end.get());
+  options.keep_fds.push_back(syscall_filter.get());
   options.die_with_parent = true;
   options.uid = plan.host_uid;
   options.gid = plan.host_gid;
@@ -318,7 +323,8 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   if (plan.controlling_terminal && (io.terminal == nullptr || !*io.terminal)) {
     throw failure("internal error: a sandbox with a terminal was given none");
   }
-  const util::SpawnOptions options = bwrap_options(plan, bwrap, binds, pipes, io.terminal, staged);
+  const UniqueFd syscall_filter = compile_syscall_filter(plan.syscall_filter);
+  const util::SpawnOptions options = bwrap_options(plan, bwrap, binds, pipes, io.terminal, staged, syscall_filter);
 
   const std::uint64_t shared_memory_at_start = host_shared_memory_bytes();
   const std::int64_t started = util::monotonic_ms();

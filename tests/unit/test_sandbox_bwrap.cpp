@@ -74,7 +74,7 @@ std::size_t count(const Strings& args, const std::string& word) {
 
 TEST_CASE("bwrap_arguments unshares every namespace strictly") {
   const auto f = sample();
-  const Strings args = bwrap_arguments(f.plan, f.sources, 7);
+  const Strings args = bwrap_arguments(f.plan, f.sources, 7, 9);
   INFO(args.size());
   for (const char* option : {"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
                              "--unshare-cgroup", "--die-with-parent", "--new-session"}) {
@@ -93,7 +93,7 @@ TEST_CASE("bwrap_arguments unshares every namespace strictly") {
 
 TEST_CASE("binds go through descriptors, or staged paths when staged") {
   const auto f = sample();
-  const Strings args = bwrap_arguments(f.plan, f.sources, 7);
+  const Strings args = bwrap_arguments(f.plan, f.sources, 7, 9);
   CHECK(has_sequence(args, {"--ro-bind-fd", "11", "/usr"}));
   CHECK(has_sequence(args, {"--bind-fd", "12", "/mullet/work"}));
   CHECK(has_sequence(args, {"--ro-bind", "/run/mullet/stage/git", "/mullet/git"}));
@@ -110,7 +110,7 @@ TEST_CASE("binds go through descriptors, or staged paths when staged") {
 
 TEST_CASE("the other mount kinds") {
   const auto f = sample();
-  const Strings args = bwrap_arguments(f.plan, f.sources, 7);
+  const Strings args = bwrap_arguments(f.plan, f.sources, 7, 9);
   CHECK(has_sequence(args, {"--symlink", "usr/bin", "/bin"}));
   CHECK(has_sequence(args, {"--proc", "/proc"}));
   CHECK(has_sequence(args, {"--dev", "/dev"}));
@@ -124,7 +124,7 @@ TEST_CASE("the other mount kinds") {
     Fixture g = sample();
     g.plan.mounts = {{MountKind::tmpfs, "", "/scratch"}};
     g.sources.resize(1);
-    const Strings plain = bwrap_arguments(g.plan, g.sources, 7);
+    const Strings plain = bwrap_arguments(g.plan, g.sources, 7, 9);
     CHECK(count(plain, "--size") == 0);
     CHECK(has_sequence(plain, {"--tmpfs", "/scratch"}));
   }
@@ -132,7 +132,7 @@ TEST_CASE("the other mount kinds") {
 
 TEST_CASE("mounts keep the plan's order and the root is remounted read-only after them") {
   const auto f = sample();
-  const Strings args = bwrap_arguments(f.plan, f.sources, 7);
+  const Strings args = bwrap_arguments(f.plan, f.sources, 7, 9);
   const auto usr = find_sequence(args, {"--ro-bind-fd", "11", "/usr"});
   const auto tmp = find_sequence(args, {"--tmpfs", "/tmp"});
   const auto dir = find_sequence(args, {"--dir", "/tmp/mullet-1a2b"});
@@ -158,7 +158,7 @@ TEST_CASE("environment values never appear on bwrap's command line") {
   // user lets in) travel in bwrap's own environment instead.
   auto f = sample();
   f.plan.env["ANTHROPIC_API_KEY"] = "sk-secret-value";
-  const Strings args = bwrap_arguments(f.plan, f.sources, 7);
+  const Strings args = bwrap_arguments(f.plan, f.sources, 7, 9);
   CHECK(count(args, "--setenv") == 0);
   CHECK(count(args, "--clearenv") == 0);
   for (const auto& word : args) CHECK(word.find("sk-secret-value") == std::string::npos);
@@ -166,8 +166,10 @@ TEST_CASE("environment values never appear on bwrap's command line") {
 
 TEST_CASE("the command runs behind the wall check") {
   const auto f = sample();
-  const Strings args = bwrap_arguments(f.plan, f.sources, 9);
-  const Strings expected_tail = {"--chdir",
+  const Strings args = bwrap_arguments(f.plan, f.sources, 9, 11);
+  const Strings expected_tail = {"--seccomp",
+                                 "11",
+                                 "--chdir",
                                  "/mullet/work",
                                  "--",
                                  "/mullet/bin/git-mullet",
@@ -193,12 +195,12 @@ TEST_CASE("the command runs behind the wall check") {
   CHECK(tail == expected_tail);
   // The first "--" ends bwrap's options: nothing of the plan's command comes before it.
   const auto first_separator = find_sequence(args, {"--"});
-  CHECK(first_separator == static_cast<std::ptrdiff_t>(args.size() - expected_tail.size() + 2));
+  CHECK(first_separator == static_cast<std::ptrdiff_t>(args.size() - expected_tail.size() + 4));
 }
 
 TEST_CASE("bwrap_arguments makes a sealed directory execute-only, before the root turns read-only") {
   const auto f = sample();
-  const Strings args = bwrap_arguments(f.plan, f.sources, 7);
+  const Strings args = bwrap_arguments(f.plan, f.sources, 7, 9);
   const auto sealed = find_sequence(args, {"--perms", "0111", "--dir", "/sealed"});
   CHECK(sealed >= 0);
   CHECK(sealed < find_sequence(args, {"--remount-ro", "/"}));
@@ -222,7 +224,7 @@ TEST_CASE("wall_check_arguments lists the report fd, empty and sealed dirs, env 
 TEST_CASE("bwrap_arguments needs a source for every bind") {
   auto f = sample();
   f.sources.resize(3);  // shorter than the mounts: the /mullet/work bind has none
-  CHECK_THROWS_AS(bwrap_arguments(f.plan, f.sources, 7), std::out_of_range);
+  CHECK_THROWS_AS(bwrap_arguments(f.plan, f.sources, 7, 9), std::out_of_range);
 }
 
 TEST_CASE("wall_check_arguments asks for one bridge per socket: the egress proxy's and the API's") {
