@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "jobs/liveness.hpp"
+#include "jobs/nodes.hpp"
 #include "jobs/store.hpp"
 #include "util/clock.hpp"
 #include "util/error.hpp"
@@ -110,7 +111,10 @@ std::vector<std::string> row_of(const jobs::JobSummary& job, std::int64_t now_ms
   const std::string changes = record.changes ? "+" + std::to_string(record.changes->insertions) + " -" +
                                                    std::to_string(record.changes->deletions)
                                              : "-";
-  return {job.id, jobs::state_name(state), age, duration, cost, changes, record.title};
+  // A job of several nodes is one line, its title led by how its nodes did.
+  const std::string title =
+      record.nodes.empty() ? record.title : "[" + jobs::nodes_summary(record) + "] " + record.title;
+  return {job.id, jobs::state_name(state), age, duration, cost, changes, title};
 }
 
 // One line per job; on a terminal a header and titles cut to the width.
@@ -171,6 +175,9 @@ int list(const ListOptions& options) {
       }
       nlohmann::json item = jobs::summary_json(job.record);
       item["state"] = shown_state(job);
+      for (std::size_t n = 0; n < job.record.nodes.size() && item.contains("nodes"); ++n) {
+        item["nodes"][n]["state"] = jobs::state_name(jobs::effective_node_state(job.record, job.record.nodes[n]));
+      }
       array.push_back(item);
     }
     std::cout << array.dump(2) << "\n";
