@@ -102,7 +102,8 @@ test_four_nodes_run_apart_and_merge_takes_the_chosen_one() {
   # As for jobs, a node with a result is offered (merge --force takes it).
   assert_contains "$OUT" "$JOB/4" "completion of merge"
   expect_exit 0 git mullet __complete-jobs resume
-  assert_not_contains "$OUT" "$JOB/" "completion of resume (no node can be resumed)"
+  assert_contains "$OUT" "$JOB/4" "completion of resume (node 4 failed)"
+  assert_not_contains "$OUT" "$JOB/2" "completion of resume (node 2 succeeded)"
 }
 
 test_no_node_passes_merge_refuses_and_names_one_node() {
