@@ -207,4 +207,33 @@ test_sigkill_interrupts_every_node_and_each_resumes() {
   done
 }
 
+test_stop_cancels_every_node_and_shell_refuses_a_job_of_several() {
+  new_repo repo
+  cd repo
+  local m before
+  m="$(marker)"
+  before="$(git for-each-ref --format='%(refname:lstrip=3)' refs/mullet/jobs)"
+  git mullet run --json -q -m "hang" --nodes 2 --command "echo \$MULLET_NODE >hanging.txt; sleep $m" \
+    >../bg.out 2>../bg.err &
+  local pid=$!
+  trap 'kill -TERM '"$pid"' 2>/dev/null || true' EXIT
+  wait_until 15 new_job "$before"
+  JOB="$(new_job "$before")"
+  wait_until 30 test -e "$(job_dir "$JOB")/nodes/1/work/hanging.txt"
+  wait_until 30 test -e "$(job_dir "$JOB")/nodes/2/work/hanging.txt"
+  expect_exit 0 timeout -k 5 60 git mullet stop --json "$JOB"
+  assert_eq "$(json_field "$OUT" state)" cancelled "the job"
+  assert_eq "$(json_get "$OUT" '[.nodes[].state]')" '["cancelled","cancelled"]' "its nodes"
+  local n
+  for n in 1 2; do
+    assert_eq "$(git cat-file blob "$(json_get "$OUT" ".nodes[$((n - 1))].result"):hanging.txt")" "$n" \
+      "node $n's snapshot"
+  done
+  wait "$pid" || true
+  trap - EXIT
+  no_process_left "sleep $m"
+  expect_exit 2 git mullet shell "$JOB" -- true
+  assert_contains "$ERR" "several nodes" "shell"
+}
+
 run_tests
