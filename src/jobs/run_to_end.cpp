@@ -109,9 +109,13 @@ class NodeThread {
         m_count(job.nodes.size()),
         m_view(node_view(job, node.number)),
         m_request(request),
+        m_quiet(request),
         m_node(node),
         m_uid(sandbox_uid),
-        m_lock(lock) {}
+        m_lock(lock) {
+    // Nodes run at once: none echoes its worker's output (its log keeps it).
+    m_quiet.show_worker_output = false;
+  }
 
   void run() {
     const JobPaths paths = node_paths(m_repo, m_id, m_node.number);
@@ -126,7 +130,7 @@ class NodeThread {
       }
       tell("running (" + m_view.executor.name + ")");
       const auto save = [&](const JobRecord& now) { store(now, {}); };
-      hint = run_attempts({m_repo, m_node.settings, m_store, m_view, m_request, *m_node.executor, m_node.api, m_uid,
+      hint = run_attempts({m_repo, m_node.settings, m_store, m_view, m_quiet, *m_node.executor, m_node.api, m_uid,
                            paths, save, m_node.number},
                           m_node.start, m_node.prompt);
     } catch (const Error& error) {
@@ -180,6 +184,7 @@ class NodeThread {
   std::size_t m_count;
   JobRecord m_view;
   const RunRequest& m_request;
+  RunRequest m_quiet;  // what the node's run gets
   const NodeRun& m_node;
   std::optional<uid_t> m_uid;
   std::mutex& m_lock;

@@ -106,6 +106,28 @@ test_four_nodes_run_apart_and_merge_takes_the_chosen_one() {
   assert_not_contains "$OUT" "$JOB/2" "completion of resume (node 2 succeeded)"
 }
 
+test_the_terminal_gets_a_line_per_node_never_the_workers_output() {
+  new_repo repo
+  cd repo
+  expect_exit 0 git mullet run -m "talk" --nodes 2 --command 'echo "WORKER-OUTPUT-$MULLET_NODE"; echo x >x'
+  local n
+  for n in 1 2; do
+    assert_contains "$ERR" "node $n/2: running (command)" "run's lines"
+    assert_contains "$ERR" "node $n/2: succeeded" "run's lines"
+  done
+  assert_not_contains "$ERR$OUT" "WORKER-OUTPUT" "run's terminal output"
+  assert_not_contains "$ERR$OUT" "attempt 1/1" "run's terminal output"
+  assert_contains "$OUT" "nodes:   2/2 passed; merge takes node 1" "run's closing lines"
+  local job
+  job="$(git for-each-ref --format='%(refname:lstrip=3)' refs/mullet/jobs)"
+  # The logs keep it, each node's under its own header.
+  expect_exit 0 git mullet log "$job/2"
+  assert_contains "$OUT" "WORKER-OUTPUT-2" "log JOB/2"
+  assert_not_contains "$OUT" "WORKER-OUTPUT-1" "log JOB/2"
+  expect_exit 0 git mullet wait --json "$job"
+  assert_eq "$(json_field "$OUT" state)" succeeded "wait --json"
+}
+
 test_no_node_passes_merge_refuses_and_names_one_node() {
   new_repo repo
   cd repo
