@@ -37,6 +37,8 @@ std::string where_it_is(const jobs::JobRecord& record) {
   const std::int64_t now = util::epoch_ms();
   const auto created = util::parse_utc_ms(record.created_at);
   std::string text = (created ? util::format_elapsed(now - *created) : std::string("?")) + " so far";
+  // A job of several nodes: each node's place is in its line of the table (and in show JOB/N).
+  if (!record.nodes.empty()) return text + ", " + jobs::nodes_summary(record);
   if (!record.progress) return text + ", starting";
   const auto& progress = *record.progress;
   text += ", ";
@@ -79,6 +81,12 @@ void print_nodes(std::ostream& out, const jobs::JobRecord& record) {
     const auto ended = util::parse_utc_ms(node.finished_at);
     if (started && ended) line += "  " + util::format_elapsed(*ended - *started);
     if (!node.error.empty()) line += "  " + util::first_line(node.error, 120);
+    if (state == jobs::JobState::running && node.progress) {
+      line +=
+          "  now: " +
+          (node.progress->attempt > 0 ? "attempt " + std::to_string(node.progress->attempt) + " · " : std::string()) +
+          node.progress->phase;
+    }
     out << line << "\n";
   }
 }

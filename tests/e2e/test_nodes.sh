@@ -196,6 +196,11 @@ test_sigkill_interrupts_every_node_and_each_resumes() {
   done
   expect_exit 2 git mullet resume "$JOB/1"
   assert_contains "$ERR" "running" "resume of a running job"
+  expect_exit 0 git mullet show "$JOB"
+  assert_matches "$OUT" "now +[0-9a-z]+ so far, 3/3 running" "show of a running job"
+  assert_matches "$OUT" $'\n  2 +command +running .*now: attempt 1 · worker' "show's line of a running node"
+  expect_exit 0 git mullet list
+  assert_contains "$OUT" "[3/3 running] hang" "list of a running job"
   local runner
   runner="$(json_get "$(git mullet show --json "$JOB")" '.runner.pid')"
   kill -KILL "$runner"
