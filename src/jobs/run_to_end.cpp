@@ -120,8 +120,10 @@ class NodeThread {
   void run() {
     const JobPaths paths = node_paths(m_repo, m_id, m_node.number);
     std::string hint;
+    // Held until the node's final record is stored.
+    Slot slot;
     try {
-      const Slot slot = wait_for_slot(m_repo, m_node.settings, m_view, false);
+      slot = wait_for_slot(m_repo, m_node.settings, m_view, false);
       {
         const std::lock_guard guard(m_lock);
         m_store.update(m_id, [&](JobRecord& stored) {

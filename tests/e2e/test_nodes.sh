@@ -128,6 +128,21 @@ test_the_terminal_gets_a_line_per_node_never_the_workers_output() {
   assert_eq "$(json_field "$OUT" state)" succeeded "wait --json"
 }
 
+test_each_node_holds_a_slot_of_max_parallel() {
+  new_repo repo
+  cd repo
+  # One slot: the nodes run one after the other, each from taking the slot
+  # (started_at) to its final record (finished_at).
+  user_config '[run]' 'max_parallel = 1'
+  run_job -m "one at a time" --nodes 2 --command 'echo "$MULLET_NODE" >n.txt'
+  assert_eq "$RUN_CODE" 0
+  local later earlier_end
+  later="$(json_get "$JOB_JSON" '.nodes | sort_by(.started_at) | .[1].started_at')"
+  earlier_end="$(json_get "$JOB_JSON" '.nodes | sort_by(.started_at) | .[0].finished_at')"
+  [[ "$later" > "$earlier_end" || "$later" == "$earlier_end" ]] ||
+    fail "with one slot, a node started ($later) before the other ended ($earlier_end)"
+}
+
 test_no_node_passes_merge_refuses_and_names_one_node() {
   new_repo repo
   cd repo
