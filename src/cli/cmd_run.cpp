@@ -144,6 +144,31 @@ std::pair<git_oid, std::optional<git_oid>> choose_base(const git::Repository& re
   return {base, std::nullopt};
 }
 
+// `run --dry-run` of a job of several nodes: each node's plans, under its number.
+int print_node_plans(const git::Repository& repo, const std::vector<config::Settings>& nodes, const git_oid& base,
+                     const std::string& prompt, const std::vector<config::Gate>& gates, bool json) {
+  nlohmann::json planned = nlohmann::json::array();
+  std::string text = "base " + git::oid_to_string(base) + "\n";
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    const int number = static_cast<int>(n) + 1;
+    const auto plans = jobs::job_plans(repo, nodes[n], "NEW-JOB", base, prompt, gates, number);
+    nlohmann::json phases = nlohmann::json::array();
+    text += "node " + std::to_string(number) + " (" + nodes[n].run.executor + ")\n";
+    for (const auto& plan : plans) {
+      phases.push_back(sandbox::to_json(plan));
+      text += sandbox::describe(plan);
+    }
+    planned.push_back({{"number", number}, {"phases", phases}});
+  }
+  if (json) {
+    std::cout << nlohmann::json{{"base", git::oid_to_string(base)}, {"nodes", planned}}.dump(2) << "\n";
+  } else {
+    // The setup and gate commands may come from the repository's config.
+    std::cout << util::terminal_safe(text);
+  }
+  return 0;
+}
+
 int run(const RunOptions& options) {
   if (options.detach) {
     if (options.dry_run) {
@@ -208,11 +233,10 @@ int run(const RunOptions& options) {
     node_settings.push_back(node.settings());
     node_flags.push_back(flags);
   }
-  if (!node_settings.empty() && options.dry_run) {
-    throw usage_error("--dry-run plans a job of one node", "drop --nodes/--node to see the plan each node gets");
-  }
 
   const config::Settings settings = config.settings();
+  if (options.dry_run && !node_settings.empty())
+    return print_node_plans(repo, node_settings, base, prompt, gates, options.json);
   if (options.dry_run) {
     const auto plans = jobs::job_plans(repo, settings, "NEW-JOB", base, prompt, gates);
     if (options.json) {

@@ -182,7 +182,12 @@ test_node_flags_are_checked() {
   expect_exit 2 git mullet run -m x --node command --node command --executor command --command true
   expect_exit 2 git mullet run -m x --node command --node command --model sonnet --command true
   expect_exit 2 git mullet run -m x --node nosuch --node command --command true
-  expect_exit 2 git mullet run -m x --nodes 2 --dry-run --command true
+  # --dry-run: each node's plans, with its own directories.
+  expect_exit 0 git mullet run -m x --nodes 2 --dry-run --command true
+  assert_matches "$OUT" $'\nnode 2 \\(command\\)\n' "the plans of node 2"
+  assert_matches "$OUT" "/mullet/work <- .*/mullet/jobs/NEW-JOB/nodes/2/work" "node 2's work tree"
+  expect_exit 0 git mullet run -m x --node command --node command --dry-run --json --command true
+  assert_eq "$(json_get "$OUT" '[.nodes[].number]')" '[1,2]' "dry-run --json"
   assert_eq "$(git for-each-ref refs/mullet)" "$before" "no job was made"
   # --node mixes: each node records its executor.
   run_job -m "mixed" --node command --node command --command 'echo "$MULLET_NODE" >n.txt'
