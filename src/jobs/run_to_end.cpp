@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 
 #include "jobs/attempts.hpp"
@@ -215,7 +216,13 @@ RunOutcome run_nodes_to_end(const git::Repository& repo, const config::Settings&
         runs.push_back(std::make_unique<NodeThread>(repo.git_dir(), record, request, node, sandbox_uid, lock));
       }
       std::vector<std::thread> threads;
-      for (auto& run : runs) threads.emplace_back([&run] { run->run(); });
+      for (auto& run : runs) {
+        try {
+          threads.emplace_back([&run] { run->run(); });
+        } catch (const std::system_error&) {
+          run->run();  // no thread to be had: this node runs here, before the next starts
+        }
+      }
       for (auto& thread : threads) thread.join();
       const auto stored = store.load(record.id);
       if (stored) record = stored->record;
