@@ -156,6 +156,12 @@ test_no_node_passes_merge_refuses_and_names_one_node() {
   assert_contains "$ERR" "git mullet merge $JOB/N" "merge's hint"
   expect_exit 0 git mullet merge --force "$JOB/2"
   assert_eq "$(git cat-file blob "mullet/$JOB-2:n.txt")" 2 "node 2's result"
+  expect_exit 2 git mullet run --continue "$JOB" -m "more"
+  assert_contains "$ERR" "has several nodes" "run --continue"
+  # Discard takes every node's directory with the job's.
+  assert_exists "$(job_dir "$JOB")/nodes/2"
+  expect_exit 0 git mullet discard "$JOB"
+  assert_absent "$(job_dir "$JOB")"
 }
 
 test_a_job_of_one_node_has_no_nodes() {
