@@ -43,8 +43,7 @@ const Command commands[] = {
 // itself fails; the lists name 1 where the command has a reason of its own.
 const std::vector<std::pair<std::string, std::vector<ExitCodeMeaning>>> exit_codes = {
     {"run",
-     {{0,
-       "the job succeeded, with or without changes (with nodes: a node passed every gate, or none changed anything)"},
+     {{0, "the job succeeded, with or without changes (with nodes: a node passed every gate)"},
       {1, "the job failed, was cancelled or was interrupted (with nodes: no node passed)"},
       {2,
        "usage or bad input (an unknown job, or a running one, for --continue; --nodes out of 1..16, or with "
