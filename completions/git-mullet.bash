@@ -31,7 +31,7 @@ _git_mullet ()
 
 	# The value of an option given as a separate word.
 	case "$subcommand,$prev" in
-	run,-m|run,--message|run,--command|run,--setup|run,--gate|run,--title|run,--attempts|run,--model|merge,--branch|wait,--timeout|stop,--timeout|list,-n|list,--max-count)
+	run,-m|run,--message|run,--command|run,--setup|run,--gate|run,--title|run,--attempts|run,--model|run,--nodes|merge,--branch|wait,--timeout|stop,--timeout|list,-n|list,--max-count)
 		# Free text: offer nothing.
 		return ;;
 	run,-F|run,--file)
@@ -40,7 +40,7 @@ _git_mullet ()
 	run,--base|config,--base)
 		__git_complete_refs
 		return ;;
-	run,--executor)
+	run,--executor|run,--node)
 		__gitcomp "claude opencode command"
 		return ;;
 	run,--continue)
@@ -55,6 +55,9 @@ _git_mullet ()
 	case "$subcommand,$cur" in
 	run,--base=*|config,--base=*)
 		__git_complete_refs --cur="${cur#--base=}"
+		return ;;
+	run,--node=*)
+		__gitcomp "claude opencode command" "" "${cur#--node=}"
 		return ;;
 	run,--executor=*)
 		__gitcomp "claude opencode command" "" "${cur#--executor=}"
@@ -71,7 +74,7 @@ _git_mullet ()
 
 	case "$subcommand,$cur" in
 	run,-*)
-		__gitcomp "--message= --file= --base= --executor= --command= --title= --setup= --gate= --attempts= --model= --continue= --json --dry-run --detach --include-uncommitted --quiet --help" ;;
+		__gitcomp "--message= --file= --base= --executor= --command= --title= --setup= --gate= --attempts= --model= --nodes= --node= --continue= --json --dry-run --detach --include-uncommitted --quiet --help" ;;
 	list,-*)
 		__gitcomp "--json --state= --max-count= --help" ;;
 	stop,-*)

@@ -51,6 +51,8 @@ complete -c git-mullet -n '__fish_seen_subcommand_from run' -l setup -x -d 'Shel
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l gate -x -d 'A check the result must pass (repeatable)'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l attempts -x -d 'Worker runs when gates fail'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l model -x -d 'Model of the agent worker'
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -l nodes -x -d 'Run the task N times at once, a node each'
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -l node -x -a 'claude opencode command' -d 'A node running EXECUTOR[:MODEL] (repeatable)'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l continue -x -a '(__git_mullet_jobs continue)' -d 'More attempts of a job that ended, with a new instruction'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l json -d 'Print the job record as JSON'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l dry-run -d 'Print the sandbox plan and run nothing'

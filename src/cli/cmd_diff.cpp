@@ -21,9 +21,9 @@ struct DiffOptions {
 int diff(const DiffOptions& options) {
   const auto request = value_or_throw(git::parse_diff_request(options.passed));
   const git::Repository repo = open_repository();
-  const auto job = jobs::JobStore(repo).find(options.job);
+  const auto job = find_addressed(jobs::JobStore(repo), options.job);
   if (job.record.result.empty()) {
-    std::cerr << "job " << job.record.id << " has no changes\n";
+    std::cerr << "job " << job.label << " has no changes\n";
     return 0;
   }
   // The patch is the worker's file content. Into a pipe or a file it goes as
@@ -50,7 +50,7 @@ void add_diff_command(CLI::App& app, Action& chosen) {
   auto options = std::make_shared<DiffOptions>();
   CLI::App* sub = app.add_subcommand(
       "diff", "Show what a job changed against its base; git diff options and -- paths after JOB are passed to it");
-  sub->add_option("JOB", options->job, "Job id or unique prefix")->required();
+  sub->add_option("JOB", options->job, "Job id or unique prefix; JOB/N for node N of a job of several")->required();
   // Everything after JOB is git diff's, checked by parse_diff_request.
   // CLI11 leaves the options it does not know (in their order) and takes
   // the words that are not options, and those after `--`, as PATHS (hidden:

@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "jobs/liveness.hpp"
+#include "jobs/nodes.hpp"
 #include "jobs/store.hpp"
 #include "util/clock.hpp"
 #include "util/error.hpp"
@@ -133,7 +134,9 @@ void append_row(std::vector<std::string>& cells, const jobs::JobSummary& job, st
   cells.push_back(record.changes ? "+" + std::to_string(record.changes->insertions) + " -" +
                                        std::to_string(record.changes->deletions)
                                  : "-");
-  cells.push_back(util::terminal_safe(record.title));
+  // A job of several nodes is one line, its title led by how its nodes did.
+  cells.push_back(util::terminal_safe(record.nodes.empty() ? record.title
+                                                           : "[" + jobs::nodes_summary(record) + "] " + record.title));
 }
 
 // One line per job; on a terminal a header and titles cut to the width.
@@ -199,6 +202,9 @@ int list(const ListOptions& options) {
       }
       nlohmann::json item = jobs::summary_json(job.record);
       item["state"] = shown_state(job);
+      for (std::size_t n = 0; n < job.record.nodes.size() && item.contains("nodes"); ++n) {
+        item["nodes"][n]["state"] = jobs::state_name(jobs::effective_node_state(job.record, job.record.nodes[n]));
+      }
       array.push_back(item);
     }
     std::cout << array.dump(2) << "\n";

@@ -26,7 +26,7 @@ void add_resume_command(CLI::App& app, Action& chosen) {
   auto options = std::make_shared<ResumeOptions>();
   CLI::App* sub =
       app.add_subcommand("resume", "Continue an interrupted, failed or cancelled job from its last snapshot");
-  sub->add_option("JOB", options->job, "Job id or unique prefix")->required();
+  sub->add_option("JOB", options->job, "Job id or unique prefix; JOB/N for node N of a job of several")->required();
   sub->add_flag("--json", options->json, "Print the job record as one JSON object");
   sub->add_flag("-q,--quiet", options->quiet, "Do not echo the worker's output");
   sub->callback([options, &chosen] { chosen = [options] { return resume(*options); }; });

@@ -10,6 +10,7 @@
 #include "cli/detach.hpp"
 #include "git/uncommitted.hpp"
 #include "jobs/dry_run.hpp"
+#include "jobs/record.hpp"
 #include "jobs/run_flags.hpp"
 #include "jobs/run_job.hpp"
 #include "sandbox/plan.hpp"
@@ -33,6 +34,8 @@ struct RunOptions {
   std::string model;
   std::string continue_job;
   std::vector<std::string> gates;
+  std::int64_t nodes = not_given;
+  std::vector<std::string> node_specs;  // --node EXECUTOR[:MODEL]
   std::int64_t attempts = not_given;
   bool json = false;
   bool dry_run = false;
@@ -89,6 +92,25 @@ int continue_job(const RunOptions& options, const std::string& instruction,
   return static_cast<int>(outcome.exit_code);
 }
 
+// `--node EXECUTOR[:MODEL]` applied to a node's configuration; returns the
+// flags its record keeps for resume.
+nlohmann::json apply_node_spec(config::Config& node, const std::string& spec) {
+  const auto colon = spec.find(':');
+  const std::string executor = spec.substr(0, colon);
+  node.set_from_flag("run.executor", executor, "--node");
+  nlohmann::json flags = {{"run.executor", executor}};
+  if (colon != std::string::npos) {
+    if (executor == "command") {
+      throw usage_error("--node " + spec + ": the command executor runs no model",
+                        "drop :MODEL, or name an agent: --node claude:MODEL or --node opencode:MODEL");
+    }
+    const std::string model = spec.substr(colon + 1);
+    node.set_from_flag(executor + ".model", model, "--node");
+    flags[executor + ".model"] = model;
+  }
+  return flags;
+}
+
 // The commit a job starts from and, when it is one of the uncommitted
 // changes (--include-uncommitted), the HEAD they were on. Without --base, a
 // note tells that uncommitted changes stay out, or that there were none to take.
@@ -120,6 +142,31 @@ std::pair<git_oid, std::optional<git_oid>> choose_base(const git::Repository& re
               << " and leaves your uncommitted changes out (--include-uncommitted takes them along)\n";
   }
   return {base, std::nullopt};
+}
+
+// `run --dry-run` of a job of several nodes: each node's plans, under its number.
+int print_node_plans(const git::Repository& repo, const std::vector<config::Settings>& nodes, const git_oid& base,
+                     const std::string& prompt, const std::vector<config::Gate>& gates, bool json) {
+  nlohmann::json planned = nlohmann::json::array();
+  std::string text = "base " + git::oid_to_string(base) + "\n";
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    const int number = static_cast<int>(n) + 1;
+    const auto plans = jobs::job_plans(repo, nodes[n], "NEW-JOB", base, prompt, gates, number);
+    nlohmann::json phases = nlohmann::json::array();
+    text += "node " + std::to_string(number) + " (" + nodes[n].run.executor + ")\n";
+    for (const auto& plan : plans) {
+      phases.push_back(sandbox::to_json(plan));
+      text += sandbox::describe(plan);
+    }
+    planned.push_back({{"number", number}, {"phases", phases}});
+  }
+  if (json) {
+    std::cout << nlohmann::json{{"base", git::oid_to_string(base)}, {"nodes", planned}}.dump(2) << "\n";
+  } else {
+    // The setup and gate commands may come from the repository's config.
+    std::cout << util::terminal_safe(text);
+  }
+  return 0;
 }
 
 int run(const RunOptions& options) {
@@ -166,7 +213,30 @@ int run(const RunOptions& options) {
     if (auto message = config::check_gate(gates.back()); !message.empty()) throw usage_error("--gate: " + message);
   }
 
+  // A job of several nodes: each node's settings, and its flags for resume.
+  std::vector<config::Settings> node_settings;
+  nlohmann::json node_flags = nlohmann::json::array();
+  if (options.nodes != not_given && options.nodes != 1) {
+    for (std::int64_t n = 0; n < options.nodes; ++n) node_settings.push_back(config.settings());
+  }
+  if (options.node_specs.size() > static_cast<std::size_t>(jobs::max_nodes)) {
+    throw usage_error("--node: at most " + std::to_string(jobs::max_nodes) + " nodes are allowed");
+  }
+  // One --node is a job of one node that runs that executor.
+  for (const auto& spec : options.node_specs) {
+    config::Config node = config;
+    const nlohmann::json flags = apply_node_spec(node, spec);
+    if (options.node_specs.size() == 1) {
+      config = node;
+      break;
+    }
+    node_settings.push_back(node.settings());
+    node_flags.push_back(flags);
+  }
+
   const config::Settings settings = config.settings();
+  if (options.dry_run && !node_settings.empty())
+    return print_node_plans(repo, node_settings, base, prompt, gates, options.json);
   if (options.dry_run) {
     const auto plans = jobs::job_plans(repo, settings, "NEW-JOB", base, prompt, gates);
     if (options.json) {
@@ -190,6 +260,8 @@ int run(const RunOptions& options) {
   request.show_worker_output = !options.quiet && !options.json;
   request.gates = gates;
   request.run_flags = jobs::run_flags_json(config, gates);
+  request.node_settings = node_settings;
+  if (!node_flags.empty()) request.run_flags["nodes"] = node_flags;
   if (report_id) {
     // Detached: nobody watches its stderr, and nobody reads what it prints.
     request.show_worker_output = false;
@@ -228,6 +300,23 @@ void add_run_command(CLI::App& app, Action& chosen) {
       ->type_name("MODEL");
   sub->add_option("--attempts", options->attempts, "Worker runs per job: a failed gate sends the worker back")
       ->type_name("N");
+  auto* nodes = sub->add_option("--nodes", options->nodes,
+                                "Run the task N times at once, each node in a clone of its own (1 to 16); `merge` "
+                                "takes the chosen node")
+                    ->type_name("N")
+                    ->check(CLI::Range(1, jobs::max_nodes));
+  auto* node = sub->add_option("--node", options->node_specs,
+                               "A node running EXECUTOR, with MODEL if given (repeatable: one node each; mixes "
+                               "executors and models)")
+                   ->type_name("EXECUTOR[:MODEL]")
+                   ->check(CLI::Validator(
+                       [](const std::string& spec) {
+                         return spec.empty() || spec[0] == ':' ? std::string("names no executor") : std::string();
+                       },
+                       "EXECUTOR[:MODEL]"));
+  nodes->excludes(node);
+  node->excludes(sub->get_option("--executor"));
+  node->excludes(sub->get_option("--model"));
   auto* continued = sub->add_option("--continue", options->continue_job,
                                     "Run more attempts of a job that ended, with -m/-F as a new instruction; it "
                                     "starts from the job's last snapshot with the job's own settings")
@@ -242,7 +331,7 @@ void add_run_command(CLI::App& app, Action& chosen) {
   sub->add_option(report_id_fd_option, options->report_id_fd, "The descriptor to write the job's id to")->group("");
   // A continued job keeps what it was started with.
   for (const char* name : {"--base", "--include-uncommitted", "--executor", "--command", "--title", "--setup", "--gate",
-                           "--attempts", "--model", "--dry-run"}) {
+                           "--attempts", "--model", "--dry-run", "--nodes", "--node"}) {
     continued->excludes(sub->get_option(name));
   }
   sub->callback([options, &chosen] { chosen = [options] { return run(*options); }; });

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -5,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "executors/claude_stream.hpp"
 #include "jobs/liveness.hpp"
+#include "jobs/nodes.hpp"
 #include "jobs/store.hpp"
 #include "sandbox/stop_reason.hpp"
 #include "util/clock.hpp"
@@ -35,6 +37,8 @@ std::string where_it_is(const jobs::JobRecord& record) {
   const std::int64_t now = util::epoch_ms();
   const auto created = util::parse_utc_ms(record.created_at);
   std::string text = (created ? util::format_elapsed(now - *created) : std::string("?")) + " so far";
+  // A job of several nodes: each node's place is in its line of the table (and in show JOB/N).
+  if (!record.nodes.empty()) return text + ", " + jobs::nodes_summary(record);
   if (!record.progress) return text + ", starting";
   const auto& progress = *record.progress;
   text += ", ";
@@ -49,19 +53,59 @@ std::string where_it_is(const jobs::JobRecord& record) {
   return text;
 }
 
+// A job of several nodes: one line per node and which one `merge` takes.
+void print_nodes(std::ostream& out, const jobs::JobRecord& record) {
+  const auto chosen = jobs::chosen_node(record);
+  print_field(out, "nodes",
+              jobs::nodes_summary(record) +
+                  (chosen ? "; merge takes " + jobs::choice_reason(record, *chosen)
+                          : "; none is chosen (merge one with: git mullet merge " + record.id + "/N)"));
+  for (const auto& node : record.nodes) {
+    const auto state = jobs::effective_node_state(record, node);
+    std::string line = std::string(chosen && *chosen == node.number ? "* " : "  ") + std::to_string(node.number);
+    line.resize(5, ' ');
+    std::string executor = node.executor.name + (node.executor.model.empty() ? "" : ":" + node.executor.model);
+    executor.resize(std::max<std::size_t>(executor.size() + 1, 18), ' ');
+    std::string shown_state = jobs::state_name(state);
+    shown_state.resize(13, ' ');
+    line += executor + shown_state;
+    line += node.result.empty() ? std::string("-           ") : short_sha(node.result);
+    if (node.changes) {
+      line += "  " + std::to_string(node.changes->files) + " files +" + std::to_string(node.changes->insertions) +
+              " -" + std::to_string(node.changes->deletions);
+    }
+    if (const double cost = node.cost_usd.value_or(node.report.cost_usd); cost > 0) {
+      line += "  $" + util::format_decimal(cost);
+    }
+    const auto started = util::parse_utc_ms(node.started_at);
+    const auto ended = util::parse_utc_ms(node.finished_at);
+    if (started && ended) line += "  " + util::format_elapsed(*ended - *started);
+    if (!node.error.empty()) line += "  " + util::first_line(node.error, 120);
+    if (state == jobs::JobState::running && node.progress) {
+      line +=
+          "  now: " +
+          (node.progress->attempt > 0 ? "attempt " + std::to_string(node.progress->attempt) + " · " : std::string()) +
+          node.progress->phase;
+    }
+    out << line << "\n";
+  }
+}
+
 int show(const ShowOptions& options) {
   const git::Repository repo = open_repository();
-  const auto job = jobs::JobStore(repo).find(options.job);
+  const auto job = find_addressed(jobs::JobStore(repo), options.job);
   const auto& record = job.record;
   if (options.json) {
-    std::cout << job_json(record).dump(2) << "\n";
+    nlohmann::json json = job_json(record);
+    if (job.node != 0) json["node"] = job.node;
+    std::cout << json.dump(2) << "\n";
     return 0;
   }
   // Nearly every field was chosen by the worker, the repository or whoever
   // wrote the record: all of it is made safe for the terminal at once.
   std::ostringstream out;
   const auto state = jobs::effective_state(record);
-  print_field(out, "job", record.id);
+  print_field(out, "job", job.label);
   print_field(out, "title", record.title);
   print_field(out, "state", jobs::state_name(state) + (state == jobs::JobState::no_changes ? " (no changes)" : ""));
   if (state == jobs::JobState::running) print_field(out, "now", where_it_is(record));
@@ -96,6 +140,7 @@ int show(const ShowOptions& options) {
       print_field(out, "refused", executors::claude::describe_denial(denial));
     }
   }
+  if (!record.nodes.empty()) print_nodes(out, record);
   if (!record.phases.empty()) {
     out << "phases:\n";
     for (const auto& phase : record.phases) {
@@ -139,7 +184,7 @@ int show(const ShowOptions& options) {
 void add_show_command(CLI::App& app, Action& chosen) {
   auto options = std::make_shared<ShowOptions>();
   CLI::App* sub = app.add_subcommand("show", "Show one job's record");
-  sub->add_option("JOB", options->job, "Job id or unique prefix")->required();
+  sub->add_option("JOB", options->job, "Job id or unique prefix; JOB/N for node N of a job of several")->required();
   sub->add_flag("--json", options->json, "Print the record as one JSON object");
   sub->callback([options, &chosen] { chosen = [options] { return show(*options); }; });
 }

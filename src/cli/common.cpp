@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "jobs/liveness.hpp"
+#include "jobs/nodes.hpp"
 #include "jobs/resume.hpp"
 #include "jobs/run_flags.hpp"
 #include "jobs/store.hpp"
@@ -68,7 +69,24 @@ ConfigFiles read_config_files(const git::Repository* repo, const std::optional<g
 nlohmann::json job_json(const jobs::JobRecord& record) {
   nlohmann::json json = jobs::to_json(record);
   json["state"] = jobs::state_name(jobs::effective_state(record));
+  if (!record.nodes.empty()) {
+    for (std::size_t n = 0; n < record.nodes.size() && n < json["nodes"].size(); ++n) {
+      json["nodes"][n]["state"] = jobs::state_name(jobs::effective_node_state(record, record.nodes[n]));
+    }
+    const auto chosen = jobs::chosen_node(record);
+    json["chosen_node"] = chosen ? nlohmann::json(*chosen) : nlohmann::json();
+  }
   return json;
+}
+
+Addressed find_addressed(const jobs::JobStore& store, const std::string& address) {
+  auto [job, node] = store.find_address(address);
+  Addressed found{job, node, job.record, job.record.id};
+  if (node != 0) {
+    found.record = jobs::node_view(job.record, node);
+    found.label = job.record.id + "/" + std::to_string(node);
+  }
+  return found;
 }
 
 std::string short_sha(const std::string& sha) {
@@ -130,6 +148,19 @@ void print_job_outcome(const jobs::JobRecord& record, const std::string& hint, b
   if (!record.error.empty()) text += "  error:   " + field(record.error);
   if (!hint.empty()) text += "  hint:    " + field(hint);
   if (!record.report.summary.empty()) text += "  summary: " + util::first_line(record.report.summary, 200) + "\n";
+  if (!record.nodes.empty()) {
+    const auto chosen = jobs::chosen_node(record);
+    text += "  nodes:   " + jobs::nodes_summary(record) +
+            (chosen ? "; merge takes " + jobs::choice_reason(record, *chosen) : "") + "\n";
+    for (const auto& node : record.nodes) {
+      text += "    " + std::to_string(node.number) + " " + node.executor.name + " " +
+              jobs::state_name(jobs::effective_node_state(record, node)) +
+              (node.changes
+                   ? " +" + std::to_string(node.changes->insertions) + " -" + std::to_string(node.changes->deletions)
+                   : "") +
+              "\n";
+    }
+  }
   if (const std::string gates = gates_line(record); !gates.empty()) text += "  gates:   " + gates + "\n";
   for (const auto& warning : record.snapshot_warnings) text += "  warning: " + warning + "\n";
   text += next_steps(record);
@@ -138,10 +169,15 @@ void print_job_outcome(const jobs::JobRecord& record, const std::string& hint, b
 
 jobs::RunOutcome take_up_job(const std::string& job, jobs::RunRequest request) {
   const git::Repository repo = open_repository();
-  const auto found = jobs::JobStore(repo).find(job);
+  const auto [found, node] = jobs::JobStore(repo).find_address(job);
   const git_oid base = git::oid_from_string(found.record.base);
   config::Config config = load_config(&repo, base);
-  request.gates = jobs::restore_run_flags(found.record, config, jobs::local_run_flags(repo, found.record.id));
+  const auto local = jobs::local_run_flags(repo, found.record.id);
+  request.gates = jobs::restore_run_flags(found.record, config, local);
+  request.node = node;
+  for (const auto& node_config : jobs::restore_node_flags(found.record, config, local)) {
+    request.node_settings.push_back(node_config.settings());
+  }
   return jobs::resume_job(repo, config.settings(), found.record.id, request);
 }
 

@@ -13,6 +13,7 @@
 #include "git/repository.hpp"
 #include "jobs/record.hpp"
 #include "jobs/run_request.hpp"
+#include "jobs/store.hpp"
 
 namespace mullet::cli {
 
@@ -42,8 +43,19 @@ struct ConfigFiles {
 };
 ConfigFiles read_config_files(const git::Repository* repo, const std::optional<git_oid>& base);
 
-// The record as `run --json` and `show --json` print it (state as shown).
+// The record as `run --json` and `show --json` print it (state as shown; a
+// job of several nodes also says its chosen node, `chosen_node`).
 nlohmann::json job_json(const jobs::JobRecord& record);
+
+// What `merge`, `diff`, `log`, `show` and `resume` name: `ID`, or `ID/N`, one
+// node of a job of several, seen as a record of its own (jobs/nodes.hpp).
+struct Addressed {
+  jobs::StoredJob job;
+  int node = 0;            // 0: the job itself
+  jobs::JobRecord record;  // the job's, or node_view of it
+  std::string label;       // "ID" or "ID/N"
+};
+Addressed find_addressed(const jobs::JobStore& store, const std::string& address);
 std::string short_sha(const std::string& sha);
 
 // `resume JOB`, and `run --continue JOB` (request.instruction set): the job

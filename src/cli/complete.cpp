@@ -5,6 +5,7 @@
 
 #include "cli/common.hpp"
 #include "jobs/liveness.hpp"
+#include "jobs/nodes.hpp"
 #include "jobs/resume.hpp"
 #include "jobs/store.hpp"
 #include "util/strings.hpp"
@@ -22,6 +23,11 @@ bool accepts(const std::string& command, const jobs::JobRecord& record, jobs::Jo
   if (command == "stop") return state == jobs::JobState::running;
   if (command == "shell") return state != jobs::JobState::running;
   return true;  // show, log, wait, discard
+}
+
+// The commands that take JOB/N.
+bool takes_nodes(const std::string& command) {
+  return command == "merge" || command == "diff" || command == "log" || command == "show" || command == "resume";
 }
 
 // A title on one line with no tab: it is a field of the line.
@@ -46,8 +52,18 @@ int complete_jobs(const std::string& command) {
         continue;
       }
       const auto state = jobs::effective_state(job.record);
-      if (!accepts(command, job.record, state)) continue;
-      out += job.id + "\t" + jobs::state_name(state) + " " + one_field(job.record.title) + "\n";
+      if (accepts(command, job.record, state)) {
+        out += job.id + "\t" + jobs::state_name(state) + " " + one_field(job.record.title) + "\n";
+      }
+      // A node of a job of several, where the command takes one: JOB/N.
+      if (!takes_nodes(command)) continue;
+      for (const auto& node : job.record.nodes) {
+        const auto view = jobs::node_view(job.record, node.number);
+        const auto node_state = jobs::effective_state(view);
+        if (!accepts(command, view, node_state)) continue;
+        out += job.id + "/" + std::to_string(node.number) + "\t" + jobs::state_name(node_state) + " node " +
+               std::to_string(node.number) + " of " + one_field(job.record.title) + "\n";
+      }
     }
     // Titles are the jobs' (a fetched record's: anyone's).
     std::cout << util::terminal_safe(out);

@@ -27,11 +27,11 @@ class JobRun {
       : m_job(job),
         m_settings(job.settings),
         m_record(job.record),
-        m_paths(job_paths(job.repo, job.record.id)),
+        m_paths(job.paths),
         m_started(util::monotonic_ms()) {}
 
   std::string run(const git_oid& start, const std::string& first_prompt) {
-    make_private_job_dir(m_job.repo, m_record.id);
+    make_private_job_dir(m_job.repo, m_record.id, m_paths.below);
     if (!util::exists(m_paths.empty_file)) util::write_file(m_paths.empty_file, "", 0444);
     m_objects = prepare_sandbox_objects(m_job.repo, m_settings.sandbox.history, git::oid_from_string(m_record.base));
     make_sandbox_clone(m_job.repo, start, worker_dirs(m_paths), m_job.sandbox_uid, m_objects);
@@ -105,9 +105,7 @@ class JobRun {
     return sum;
   }
 
-  void save() {
-    m_job.store.update(m_record.id, [&](JobRecord& stored) { stored = m_record; });
-  }
+  void save() { m_job.save(m_record); }
 
   // On record as the phase starts, for `show` and `wait`; and for people,
   // the phase's label ("attempt 2/3 · gate tests") and header.
@@ -124,7 +122,7 @@ class JobRun {
     // snapshotted ones).
     JobRecord now = m_record;
     if (phase == "worker" && !now.attempts.empty()) now.attempts.pop_back();
-    m_job.store.update(m_record.id, [&](JobRecord& stored) { stored = now; });
+    m_job.save(now);
     // A gate's name may be its command's whole first line: a label fits a line.
     const std::string shown = phase.rfind("gate:", 0) == 0 ? "gate " + util::first_line(phase.substr(5), 60) : phase;
     spec.label = attempt == 0
@@ -132,6 +130,8 @@ class JobRun {
                      : "attempt " + std::to_string(attempt) + "/" + std::to_string(m_last_attempt) + " · " + shown;
     spec.header = m_headers;
     spec.job_started_ms = m_started;
+    // A node's phases know which node they are (a command may differ by it).
+    if (m_job.node > 0) spec.env["MULLET_NODE"] = std::to_string(m_job.node);
   }
 
   bool run_setup() {
@@ -325,7 +325,7 @@ class JobRun {
   GateRecord run_gate(const config::Gate& gate, const git_oid& commit) {
     util::remove_tree(m_paths.gate);
     const SandboxDirs dirs = gate_dirs(m_paths);
-    make_private_job_dir(m_job.repo, m_record.id, "gate");
+    make_private_job_dir(m_job.repo, m_record.id, m_paths.below.empty() ? "gate" : m_paths.below + "/gate");
     make_sandbox_clone(m_job.repo, commit, dirs, m_job.sandbox_uid, m_objects);
     PhaseSpec phase = gate_phase(m_settings, gate);
     clip_to_job(phase);

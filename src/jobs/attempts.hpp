@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -11,6 +12,7 @@
 #include "executors/executor.hpp"
 #include "git/repository.hpp"
 #include "jobs/api_access.hpp"
+#include "jobs/layout.hpp"
 #include "jobs/record.hpp"
 #include "jobs/run_request.hpp"
 #include "jobs/store.hpp"
@@ -27,6 +29,13 @@ struct JobRunContext {
   // The worker's model API, when the executor needs one (api_access.hpp).
   const std::optional<ResolvedApi>& api;
   std::optional<uid_t> sandbox_uid;  // as root: the host uid the job's sandboxes run as
+  // The job's directories, or its node's (layout.hpp: node_paths).
+  JobPaths paths;
+  // Stores `record` as it is now (the job's ref, or its node in the job's).
+  std::function<void(const JobRecord&)> save;
+  // In a job of several nodes, which one this is (its phases see
+  // MULLET_NODE); 0 in a job of one.
+  int node = 0;
 };
 
 // Sets up the clone at `start` (the base, or the last snapshot when resuming)

@@ -8,9 +8,11 @@ std::string jobs_directory(const git::Repository& repo) {
   return util::real_path(repo.common_dir()) + "/mullet/jobs";
 }
 
-JobPaths job_paths(const git::Repository& repo, const std::string& id) {
+namespace {
+
+JobPaths paths_below(const std::string& root) {
   JobPaths paths;
-  paths.root = jobs_directory(repo) + "/" + id;
+  paths.root = root;
   paths.git_dir = paths.root + "/git";
   paths.work_tree = paths.root + "/work";
   paths.home = paths.root + "/home";
@@ -19,6 +21,18 @@ JobPaths job_paths(const git::Repository& repo, const std::string& id) {
   paths.executor_files = paths.root + "/etc";
   paths.empty_file = paths.root + "/empty";
   paths.gate = paths.root + "/gate";
+  return paths;
+}
+
+}  // namespace
+
+JobPaths job_paths(const git::Repository& repo, const std::string& id) {
+  return paths_below(jobs_directory(repo) + "/" + id);
+}
+
+JobPaths node_paths(const git::Repository& repo, const std::string& id, int number) {
+  JobPaths paths = paths_below(jobs_directory(repo) + "/" + id + "/nodes/" + std::to_string(number));
+  paths.below = "nodes/" + std::to_string(number);
   return paths;
 }
 

@@ -10,7 +10,8 @@
 namespace mullet::jobs {
 
 struct JobPaths {
-  std::string root;            // the job's directory
+  std::string root;            // the job's directory, or its node's
+  std::string below;           // root relative to the job's directory: "" or "nodes/<N>"
   std::string git_dir;         // the clone's git dir (read-only inside)
   std::string work_tree;       // the clone's work tree (writable inside)
   std::string home;            // the sandbox's private HOME
@@ -30,6 +31,9 @@ struct SandboxDirs {
 
 std::string jobs_directory(const git::Repository& repo);
 JobPaths job_paths(const git::Repository& repo, const std::string& id);
+// Node `number`'s of a job of several: everything a job of one node has,
+// under <job>/nodes/<number>/ (its own clone, home, logs and gate).
+JobPaths node_paths(const git::Repository& repo, const std::string& id, int number);
 // The setup's and the worker's sandbox: the job's clone.
 SandboxDirs worker_dirs(const JobPaths& paths);
 SandboxDirs gate_dirs(const JobPaths& paths);

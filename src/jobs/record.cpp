@@ -413,12 +413,11 @@ nlohmann::json run_flags_from_json(const Reader& in, const std::string& job) {
   nlohmann::json flags = nlohmann::json::object();
   const Reader run_flags(in.required("run_flags"), in.field("run_flags"), job);
   for (const auto& [key, value] : in.required("run_flags").items()) {
-    if (key != "config" && key != "gates") run_flags.damaged(key, "is not a known key");
+    if (key != "config" && key != "gates" && key != "nodes") run_flags.damaged(key, "is not a known key");
   }
-  if (const auto* config = run_flags.find("config")) {
-    const Reader values(*config, run_flags.field("config"), job);
+  const auto config_flags = [&](const Reader& values, const nlohmann::json& config) {
     nlohmann::json kept = nlohmann::json::object();
-    for (const auto& [key, value] : config->items()) {
+    for (const auto& [key, value] : config.items()) {
       const auto& known = replayable_run_flags();
       if (std::find(known.begin(), known.end(), key) == known.end()) {
         values.damaged(key, "is not a key run records (known: " + util::join(known, ", ") + ")");
@@ -431,7 +430,21 @@ nlohmann::json run_flags_from_json(const Reader& in, const std::string& job) {
         kept[key] = values.text(key, max_text_bytes);
       }
     }
-    flags["config"] = kept;
+    return kept;
+  };
+  if (const auto* config = run_flags.find("config")) {
+    flags["config"] = config_flags(Reader(*config, run_flags.field("config"), job), *config);
+  }
+  // `--node EXECUTOR[:MODEL]`: each node's flags (run.executor, a model).
+  if (const auto* nodes = run_flags.find("nodes")) {
+    if (!nodes->is_array() || nodes->size() > static_cast<std::size_t>(max_nodes)) {
+      run_flags.damaged("nodes", "is not an array of at most " + std::to_string(max_nodes) + " nodes");
+    }
+    nlohmann::json kept = nlohmann::json::array();
+    run_flags.array("nodes", [&](const nlohmann::json& item, const std::string& name) {
+      kept.push_back(config_flags(Reader(item, name, job), item));
+    });
+    flags["nodes"] = kept;
   }
   nlohmann::json gates = nlohmann::json::array();
   run_flags.array("gates", [&](const nlohmann::json& item, const std::string& name) {
@@ -444,6 +457,38 @@ nlohmann::json run_flags_from_json(const Reader& in, const std::string& job) {
   });
   flags["gates"] = gates;
   return flags;
+}
+
+NodeRecord node_from_json(const Reader& in, const std::string& job) {
+  NodeRecord node;
+  node.number = in.integer("number", 0, 1, max_nodes);
+  node.executor.name = one_of(in, "executor", {"claude", "opencode", "command"});
+  node.executor.command = in.text("executor_command", max_text_bytes);
+  node.executor.version = in.line("executor_version", max_name_bytes);
+  node.executor.model = in.line("executor_model", config::max_model_bytes);
+  const auto state = parse_state(in.line("state", max_name_bytes));
+  if (!state) in.damaged("state", "is not a known state");
+  node.state = *state;
+  node.result = in.object_id("result");
+  node.error = in.text("error", max_text_bytes);
+  node.started_at = in.line("started_at", max_name_bytes);
+  node.finished_at = in.line("finished_at", max_name_bytes);
+  in.array("phases", [&](const nlohmann::json& item, const std::string& name) {
+    node.phases.push_back(phase_from_json(Reader(item, name, job), job));
+  });
+  node.snapshot_warnings = in.lines("snapshot_warnings", max_text_bytes, true);
+  if (in.find("cost_usd") != nullptr) node.cost_usd = in.number("cost_usd", 1e9);
+  if (const auto* report = in.find("report")) node.report = report_from_json(Reader(*report, in.field("report"), job));
+  in.array("attempts", [&](const nlohmann::json& item, const std::string& name) {
+    node.attempts.push_back(attempt_from_json(Reader(item, name, job), job));
+  });
+  if (const auto* changes = in.find("changes")) {
+    node.changes = changes_from_json(Reader(*changes, in.field("changes"), job));
+  }
+  if (const auto* progress = in.find("progress")) {
+    node.progress = progress_from_json(Reader(*progress, in.field("progress"), job));
+  }
+  return node;
 }
 
 }  // namespace
@@ -503,9 +548,11 @@ JobState state_after(sandbox::StopReason reason) {
   return JobState::failed;
 }
 
-nlohmann::json to_json(const JobRecord& record) {
+namespace {
+
+nlohmann::json phases_json(const std::vector<PhaseRecord>& records) {
   nlohmann::json phases = nlohmann::json::array();
-  for (const auto& phase : record.phases) {
+  for (const auto& phase : records) {
     std::vector<std::string> command;
     for (const auto& word : phase.command) command.push_back(bounded(word));
     std::vector<std::string> grants;
@@ -521,15 +568,56 @@ nlohmann::json to_json(const JobRecord& record) {
                       {"api", phase.api},
                       {"upload", upload_json(phase.upload)}});
   }
+  return phases;
+}
+
+std::vector<std::string> warnings_json(const std::vector<std::string>& snapshot_warnings) {
   std::vector<std::string> warnings;
-  for (const auto& warning : record.snapshot_warnings) {
+  for (const auto& warning : snapshot_warnings) {
     if (warnings.size() + 1 == max_items) {
-      warnings.push_back("... and " + std::to_string(record.snapshot_warnings.size() - warnings.size()) + " more");
+      warnings.push_back("... and " + std::to_string(snapshot_warnings.size() - warnings.size()) + " more");
       break;
     }
     warnings.push_back(bounded(warning));
   }
-  return {
+  return warnings;
+}
+
+nlohmann::json cost_json(const std::optional<double>& cost) {
+  return cost ? nlohmann::json(*cost) : nlohmann::json();
+}
+
+nlohmann::json nodes_json(const std::vector<NodeRecord>& nodes) {
+  nlohmann::json array = nlohmann::json::array();
+  for (const auto& node : nodes) {
+    if (array.size() == static_cast<std::size_t>(max_nodes)) break;
+    array.push_back({{"number", node.number},
+                     {"executor", node.executor.name},
+                     {"executor_command", null_if_empty(node.executor.command)},
+                     {"executor_version", null_if_empty(node.executor.version, false)},
+                     {"executor_model", null_if_empty(node.executor.model, false)},
+                     {"state", state_name(node.state)},
+                     {"result", null_if_empty(node.result)},
+                     {"error", null_if_empty(node.error)},
+                     {"started_at", null_if_empty(node.started_at, false)},
+                     {"finished_at", null_if_empty(node.finished_at, false)},
+                     {"phases", phases_json(node.phases)},
+                     {"snapshot_warnings", warnings_json(node.snapshot_warnings)},
+                     {"cost_usd", cost_json(node.cost_usd)},
+                     {"report", report_json(node.report)},
+                     {"attempts", attempts_json(node.attempts)},
+                     {"changes", changes_json(node.changes)},
+                     {"progress", progress_json(node.progress)}});
+  }
+  return array;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const JobRecord& record) {
+  const nlohmann::json phases = phases_json(record.phases);
+  const std::vector<std::string> warnings = warnings_json(record.snapshot_warnings);
+  nlohmann::json json = {
       {"format", record.format},
       {"id", record.id},
       {"title", line(record.title, max_title_bytes)},
@@ -552,12 +640,15 @@ nlohmann::json to_json(const JobRecord& record) {
       {"runner",
        {{"pid", record.runner.pid}, {"start_ticks", record.runner.start_ticks}, {"boot_id", record.runner.boot_id}}},
       {"sandbox_uid", record.sandbox_uid ? nlohmann::json(*record.sandbox_uid) : nlohmann::json()},
-      {"cost_usd", record.cost_usd ? nlohmann::json(*record.cost_usd) : nlohmann::json()},
+      {"cost_usd", cost_json(record.cost_usd)},
       {"report", report_json(record.report)},
       {"attempts", attempts_json(record.attempts)},
       {"changes", changes_json(record.changes)},
       {"progress", progress_json(record.progress)},
       {"run_flags", record.run_flags.is_object() ? record.run_flags : nlohmann::json::object()}};
+  // A job of one node has no `nodes`: its JSON is what it always was.
+  if (!record.nodes.empty()) json["nodes"] = nodes_json(record.nodes);
+  return json;
 }
 
 namespace {
@@ -654,6 +745,23 @@ JobRecord record_from_json(const nlohmann::json& json, const std::string& job) {
   if (const auto* progress = in.find("progress")) {
     record.progress = progress_from_json(Reader(*progress, "progress", job));
   }
+  if (const auto* nodes = in.find("nodes")) {
+    // Two to max_nodes, numbered 1, 2, ... in order; a job of one has none.
+    if (!nodes->is_array() || nodes->size() < 2 || nodes->size() > static_cast<std::size_t>(max_nodes)) {
+      in.damaged("nodes", "is not an array of 2 to " + std::to_string(max_nodes) + " nodes");
+    }
+    in.array("nodes", [&](const nlohmann::json& item, const std::string& name) {
+      record.nodes.push_back(node_from_json(Reader(item, name, job), job));
+      if (record.nodes.back().number != static_cast<int>(record.nodes.size())) {
+        throw DamagedRecord(job, name + ".number", "is not its place in nodes (1, 2, ...)");
+      }
+    });
+    // The job's result is its chosen node's.
+    if (!record.result.empty() && std::none_of(record.nodes.begin(), record.nodes.end(),
+                                               [&](const NodeRecord& node) { return node.result == record.result; })) {
+      in.damaged("result", "is not the result of one of its nodes");
+    }
+  }
   return record;
 }
 
@@ -663,6 +771,13 @@ nlohmann::json summary_json(const JobRecord& record) {
   for (const char* key : {"format", "id", "title", "state", "base", "result", "executor", "sequence", "created_at",
                           "finished_at", "error", "runner", "cost_usd", "changes"}) {
     summary[key] = full[key];
+  }
+  // `list` shows a job of several nodes as "3/4 passed".
+  if (!record.nodes.empty()) {
+    nlohmann::json nodes = nlohmann::json::array();
+    for (const auto& node : full["nodes"])
+      nodes.push_back({{"number", node["number"]}, {"state", node["state"]}, {"result", node["result"]}});
+    summary["nodes"] = nodes;
   }
   return summary;
 }

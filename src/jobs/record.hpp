@@ -112,6 +112,30 @@ struct LiveProgress {
   bool operator==(const LiveProgress&) const = default;
 };
 
+// The most nodes a job may have (`run --nodes N`, `--node`).
+inline constexpr int max_nodes = 16;
+
+// One node of a job of several (`run --nodes N`, `--node`): the same task,
+// run in a clone of its own, with its own sandbox, attempts, gates and logs.
+// The fields mean what JobRecord's fields of the same names mean for a job of
+// one node.
+struct NodeRecord {
+  int number = 0;  // 1..max_nodes, its place in JobRecord::nodes
+  ExecutorRecord executor;
+  JobState state = JobState::running;
+  std::string result;  // full sha, empty when there is none
+  std::string error;
+  std::string started_at;   // empty until it held a slot
+  std::string finished_at;  // empty while running
+  std::vector<PhaseRecord> phases;
+  std::vector<std::string> snapshot_warnings;
+  WorkerReport report;
+  std::optional<double> cost_usd;
+  std::vector<AttemptRecord> attempts;
+  std::optional<ChangeStats> changes;
+  std::optional<LiveProgress> progress;
+};
+
 struct JobRecord {
   int format = 1;
   std::string id;
@@ -151,6 +175,12 @@ struct JobRecord {
   // job as it was started: {"config": {key: value}, "gates": [{name, command,
   // timeout}]}.
   nlohmann::json run_flags = nlohmann::json::object();
+  // Empty for a job of one node (every job before nodes existed). A job of
+  // several keeps each node here, and its own fields describe the job as a
+  // whole (jobs/nodes.hpp: settle_job): state and error, the chosen node's
+  // result and changes, the nodes' cost together; phases, attempts, report
+  // and snapshot_warnings stay empty.
+  std::vector<NodeRecord> nodes;
 };
 
 // A record that is not one git-mullet writes. Records travel with

@@ -3,9 +3,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "executors/executor.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
+#include "jobs/nodes.hpp"
 #include "jobs/run_to_end.hpp"
 #include "jobs/slots.hpp"
 #include "jobs/store.hpp"
@@ -48,8 +51,113 @@ std::string continued_prompt(const JobRecord& record, const std::string& instruc
   return prompt;
 }
 
+namespace {
+
+// The prompt of a resumed run that starts from `result` (empty: the base).
+std::string resumed(const std::string& prompt, const std::string& result) {
+  return prompt + (result.empty() ? std::string()
+                                  : "\n\n---\nThis task was started before and interrupted; the work tree holds the "
+                                    "work done so far. Continue from there.\n");
+}
+
+// `resume JOB/N` (request.node), or `resume JOB` of a job of several: each
+// node that was interrupted, failed or was cancelled runs on from its last
+// snapshot, in a fresh clone of it, as more attempts of the same node. A
+// node left running by a runner that died is on record as interrupted from
+// then on (the claim changes the runner).
+RunOutcome resume_nodes(const git::Repository& repo, const config::Settings& settings, JobStore& store,
+                        const StoredJob& found, const RunRequest& request) {
+  if (!request.instruction.empty()) {
+    throw usage_error("job " + found.record.id + " has several nodes; `run --continue` takes a job of one",
+                      "take one node's result with: git mullet merge " + found.record.id + "/N");
+  }
+  if (request.node_settings.size() != found.record.nodes.size()) {
+    throw failure("internal error: the nodes' settings do not match job " + found.record.id);
+  }
+  const auto wanted = [&](const JobRecord& record) {
+    std::vector<int> numbers;
+    for (const auto& node : record.nodes) {
+      if ((request.node == 0 || request.node == node.number) && resumable(effective_node_state(record, node))) {
+        numbers.push_back(node.number);
+      }
+    }
+    return numbers;
+  };
+  const auto refuse = [&](const JobRecord& record) {
+    if (request.node != 0) {
+      const auto& node = record.nodes.at(static_cast<std::size_t>(request.node - 1));
+      throw usage_error("node " + std::to_string(request.node) + " of job " + record.id + " is " +
+                        state_name(effective_node_state(record, node)) +
+                        "; only an interrupted, failed or cancelled node can be resumed");
+    }
+    throw usage_error("job " + record.id + " is " + state_name(effective_state(record)) +
+                          "; only an interrupted, failed or cancelled job can be resumed",
+                      "resume one node of it: git mullet resume " + record.id + "/N");
+  };
+  if (effective_state(found.record) == JobState::running) {
+    throw usage_error("job " + found.record.id + " is still running",
+                      "wait for it: git mullet wait " + found.record.id);
+  }
+  if (wanted(found.record).empty()) refuse(found.record);
+  std::vector<NodeRun> nodes;
+  for (const int number : wanted(found.record)) {
+    NodeRun node;
+    node.number = number;
+    node.settings = request.node_settings.at(static_cast<std::size_t>(number - 1));
+    node.executor = executors::make_executor(node.settings.run.executor);
+    if (node.executor->needs_api()) node.api = resolve_worker_api(node.settings, *node.executor);
+    node.executor->prepare(
+        {found.record.prompt, node.settings, jobs_directory(repo), node.api ? &node.api->access : nullptr});
+    nodes.push_back(std::move(node));
+  }
+  sandbox::find_bwrap();
+  if (::geteuid() == 0) sandbox_uid_range(settings.sandbox);
+  ::umask(022);
+
+  const auto claimed = store.update(found.record.id, [&](JobRecord& stored) {
+    if (effective_state(stored) == JobState::running) {
+      throw usage_error("job " + stored.id + " is running now; it cannot be resumed");
+    }
+    const auto now = wanted(stored);
+    for (const auto& node : nodes) {
+      if (std::find(now.begin(), now.end(), node.number) == now.end()) refuse(stored);
+    }
+    for (auto& node : stored.nodes) {
+      if (node.state == JobState::running) node.state = JobState::interrupted;
+    }
+    for (const auto& node : nodes) {
+      auto& record = stored.nodes.at(static_cast<std::size_t>(node.number - 1));
+      record.state = JobState::running;
+      record.error.clear();
+      record.finished_at.clear();
+    }
+    stored.finished_at.clear();
+    stored.runner = current_runner();
+    settle_job(stored);
+  });
+  JobRecord record = claimed.record;
+  if (request.on_created) request.on_created(record.id);
+  for (auto& node : nodes) {
+    const JobPaths paths = node_paths(repo, record.id, node.number);
+    util::remove_tree(paths.git_dir);
+    util::remove_tree(paths.work_tree);
+    util::remove_tree(paths.gate);
+    const std::string& result = record.nodes.at(static_cast<std::size_t>(node.number - 1)).result;
+    node.start = git::oid_from_string(result.empty() ? record.base : result);
+    node.prompt = resumed(record.prompt, result);
+  }
+  return run_nodes_to_end(repo, settings, store, record, request, nodes);
+}
+
+}  // namespace
+
 RunOutcome resume_job(const git::Repository& repo, const config::Settings& settings, const std::string& job_name,
                       const RunRequest& request) {
+  if (request.node != 0 || !request.node_settings.empty()) {
+    JobStore store(repo);
+    const auto found = store.find(job_name);
+    if (!found.record.nodes.empty()) return resume_nodes(repo, settings, store, found, request);
+  }
   const auto executor = executors::make_executor(settings.run.executor);
   JobStore store(repo);
   const auto found = store.find(job_name);
@@ -100,11 +208,7 @@ RunOutcome resume_job(const git::Repository& repo, const config::Settings& setti
   // What the prompt says of the job's past is read from the record as it
   // was claimed (found.record may be older).
   const std::string resumed_prompt =
-      continuing ? continued_prompt(claimed.record, request.instruction)
-                 : prompt + (record.result.empty()
-                                 ? std::string()
-                                 : "\n\n---\nThis task was started before and interrupted; the work tree holds the "
-                                   "work done so far. Continue from there.\n");
+      continuing ? continued_prompt(claimed.record, request.instruction) : resumed(prompt, record.result);
   return run_to_end(repo, settings, store, record, request, *executor, api, start, resumed_prompt);
 }
 

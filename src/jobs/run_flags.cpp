@@ -46,34 +46,57 @@ nlohmann::json run_flags_json(const config::Config& config, const std::vector<co
   return {{"config", values}, {"gates", gate_list}};
 }
 
+namespace {
+
+// Recorded flags `values` applied to `config`, each checked against what
+// this machine recorded (`local_values`) when only the user may set it.
+void apply_recorded(const nlohmann::json& values, const nlohmann::json& local_values, config::Config& config,
+                    const std::string& id) {
+  const std::string origin = "the command line of job " + id;
+  for (const auto& [key, value] : values.items()) {
+    if (config.entries().count(key) == 0) continue;
+    // The record may come from a fetch: like a repository's .mullet.toml it
+    // may not choose what only the user's own configuration chooses.
+    const bool started_here_with_it = local_values.is_object() && local_values.value(key, nlohmann::json()) == value;
+    if (config::is_user_only(key) && !started_here_with_it && !same_value(value, config.entry(key).value)) {
+      throw usage_error(
+          "job " + id + "'s record asks resume to set " + key + ", which only your own configuration may set",
+          "if you started it with that " + key + ", set it in your config file and resume again");
+    }
+    // Nor raise what a repository may only lower (run.attempts: each one
+    // a worker run on your credential).
+    if (config::is_lower_only(key) && !started_here_with_it && raises(value, config.entry(key).value)) {
+      throw usage_error("job " + id + "'s record asks resume to raise " + key + " to " + value.dump() +
+                            ", above your configuration's; a record this machine did not start with it may only "
+                            "lower it",
+                        "if you started it with that " + key + ", set it in your config file and resume again");
+    }
+    if (value.is_string()) config.set_from_flag(key, value.get<std::string>(), origin);
+    if (value.is_number_integer()) config.set_from_flag(key, value.get<std::int64_t>(), origin);
+  }
+}
+
+}  // namespace
+
+std::vector<config::Config> restore_node_flags(const JobRecord& record, const config::Config& config,
+                                               const std::optional<nlohmann::json>& local_run_flags) {
+  std::vector<config::Config> nodes(record.nodes.size(), config);
+  const auto recorded = record.run_flags.find("nodes");
+  if (recorded == record.run_flags.end() || !recorded->is_array()) return nodes;
+  const nlohmann::json local = local_run_flags ? local_run_flags->value("nodes", nlohmann::json()) : nlohmann::json();
+  for (std::size_t n = 0; n < nodes.size() && n < recorded->size(); ++n) {
+    const nlohmann::json local_node = local.is_array() && n < local.size() ? local[n] : nlohmann::json();
+    apply_recorded((*recorded)[n], local_node, nodes[n], record.id);
+  }
+  return nodes;
+}
+
 std::vector<config::Gate> restore_run_flags(const JobRecord& record, config::Config& config,
                                             const std::optional<nlohmann::json>& local_run_flags) {
   const auto& flags = record.run_flags;
-  const std::string origin = "the command line of job " + record.id;
   if (const auto values = flags.find("config"); values != flags.end() && values->is_object()) {
-    for (const auto& [key, value] : values->items()) {
-      if (config.entries().count(key) == 0) continue;
-      // The record may come from a fetch: like a repository's .mullet.toml it
-      // may not choose what only the user's own configuration chooses.
-      const bool started_here_with_it = local_run_flags && local_run_flags->contains("config") &&
-                                        (*local_run_flags)["config"].is_object() &&
-                                        (*local_run_flags)["config"].value(key, nlohmann::json()) == value;
-      if (config::is_user_only(key) && !started_here_with_it && !same_value(value, config.entry(key).value)) {
-        throw usage_error(
-            "job " + record.id + "'s record asks resume to set " + key + ", which only your own configuration may set",
-            "if you started it with that " + key + ", set it in your config file and resume again");
-      }
-      // Nor raise what a repository may only lower (run.attempts: each one
-      // a worker run on your credential).
-      if (config::is_lower_only(key) && !started_here_with_it && raises(value, config.entry(key).value)) {
-        throw usage_error("job " + record.id + "'s record asks resume to raise " + key + " to " + value.dump() +
-                              ", above your configuration's; a record this machine did not start with it may only "
-                              "lower it",
-                          "if you started it with that " + key + ", set it in your config file and resume again");
-      }
-      if (value.is_string()) config.set_from_flag(key, value.get<std::string>(), origin);
-      if (value.is_number_integer()) config.set_from_flag(key, value.get<std::int64_t>(), origin);
-    }
+    apply_recorded(*values, local_run_flags ? local_run_flags->value("config", nlohmann::json()) : nlohmann::json(),
+                   config, record.id);
   }
   std::vector<config::Gate> gates;
   if (const auto list = flags.find("gates"); list != flags.end() && list->is_array()) {

@@ -28,6 +28,12 @@ nlohmann::json run_flags_json(const config::Config& config, const std::vector<co
 std::vector<config::Gate> restore_run_flags(const JobRecord& record, config::Config& config,
                                             const std::optional<nlohmann::json>& local_run_flags);
 
+// Each node's configuration for a job of several: `config` (the job's, its
+// flags restored) with the node's own recorded flags (`--node`: run.executor,
+// a model) applied under the same rules.
+std::vector<config::Config> restore_node_flags(const JobRecord& record, const config::Config& config,
+                                               const std::optional<nlohmann::json>& local_run_flags);
+
 // Keeps the flags a new job `id` starts with where no fetch reaches (its
 // directory must exist).
 void save_local_run_flags(const git::Repository& repo, const std::string& id, const nlohmann::json& run_flags);

@@ -8,6 +8,7 @@
 #include "jobs/id.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
+#include "jobs/nodes.hpp"
 #include "jobs/run_flags.hpp"
 #include "jobs/run_to_end.hpp"
 #include "jobs/slots.hpp"
@@ -26,6 +27,25 @@ RunOutcome run_job(const git::Repository& repo, const config::Settings& settings
   const std::optional<ResolvedApi> api =
       executor->needs_api() ? std::optional<ResolvedApi>(resolve_worker_api(settings, *executor)) : std::nullopt;
   const auto spec = executor->prepare({request.prompt, settings, jobs_directory(repo), api ? &api->access : nullptr});
+  // Each node of a job of several: its own executor, model API and record.
+  std::vector<NodeRun> nodes;
+  std::vector<NodeRecord> node_records;
+  for (const auto& node_settings : request.node_settings) {
+    NodeRun node;
+    node.number = static_cast<int>(nodes.size()) + 1;
+    node.settings = node_settings;
+    node.executor = executors::make_executor(node_settings.run.executor);
+    if (node.executor->needs_api()) node.api = resolve_worker_api(node_settings, *node.executor);
+    const auto node_spec = node.executor->prepare(
+        {request.prompt, node_settings, jobs_directory(repo), node.api ? &node.api->access : nullptr});
+    node.start = request.base;
+    node.prompt = request.prompt;
+    NodeRecord record;
+    record.number = node.number;
+    record.executor = node_spec.record;
+    node_records.push_back(record);
+    nodes.push_back(std::move(node));
+  }
   sandbox::find_bwrap();
   if (::geteuid() == 0) sandbox_uid_range(settings.sandbox);
   ::umask(022);
@@ -47,12 +67,15 @@ RunOutcome run_job(const git::Repository& repo, const config::Settings& settings
   record.created_at = util::now_utc_ms();
   record.runner = current_runner();
   record.run_flags = request.run_flags;
+  record.nodes = node_records;
+  settle_job(record);
   store.create(record);
   // What this machine started the job with, where no fetch reaches: resume
   // trusts the record's user-only flags only when they match this copy.
   make_private_job_dir(repo, record.id);
   save_local_run_flags(repo, record.id, record.run_flags);
   if (request.on_created) request.on_created(record.id);
+  if (!nodes.empty()) return run_nodes_to_end(repo, settings, store, record, request, nodes);
   return run_to_end(repo, settings, store, record, request, *executor, api, request.base, request.prompt);
 }
 

@@ -33,6 +33,11 @@ struct RunRequest {
   // `run --continue`: the user's new instruction for a job that ended.
   // Empty for a new job and for `resume`.
   std::string instruction;
+  // A job of several nodes (`run --nodes N`, `--node`): each node's settings
+  // (its executor and model; all else is the job's). Empty for a job of one.
+  std::vector<config::Settings> node_settings;
+  // `resume JOB/N`: the one node to run on (0: every node that is not done).
+  int node = 0;
 };
 
 struct RunOutcome {

@@ -4,7 +4,10 @@
 // happened.
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "config/settings.hpp"
 #include "executors/executor.hpp"
@@ -22,6 +25,28 @@ namespace mullet::jobs {
 RunOutcome run_to_end(const git::Repository& repo, const config::Settings& settings, JobStore& store, JobRecord& record,
                       const RunRequest& request, const executors::Executor& executor,
                       const std::optional<ResolvedApi>& api, const git_oid& start, const std::string& prompt);
+
+// One node of a job of several: the settings it runs with (its executor and
+// model), that executor, its model API, the commit its clone starts from and
+// its first prompt.
+struct NodeRun {
+  int number = 0;
+  config::Settings settings;
+  std::shared_ptr<const executors::Executor> executor;
+  std::optional<ResolvedApi> api;
+  git_oid start{};
+  std::string prompt;
+};
+
+// The same for a job of several nodes (record.nodes is set): each node of
+// `nodes` runs in a thread of its own, holding a slot of its own
+// ([run] max_parallel); as root, the job claims one sandbox uid its nodes
+// share. Node records are stored as they change (under one lock, with the
+// ref's compare-and-swap); the job is settled from them (nodes.hpp). With
+// request.show_worker_output, one status line per node as it starts and
+// ends on stderr, never the workers' output (their logs keep it).
+RunOutcome run_nodes_to_end(const git::Repository& repo, const config::Settings& settings, JobStore& store,
+                            JobRecord& record, const RunRequest& request, const std::vector<NodeRun>& nodes);
 
 // What the record's result changed against its base, for `list`; unset
 // without a result, or when it cannot be counted.

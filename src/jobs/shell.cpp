@@ -71,6 +71,12 @@ ShellOutcome open_shell(const git::Repository& repo, const config::Settings& set
   sandbox::find_bwrap();
   const JobStore store(repo);
   const JobRecord found = store.find(request.job).record;
+  // Which node's tree, and where its attempt would go, is not for a job of several to guess.
+  if (!found.nodes.empty()) {
+    throw usage_error("job " + found.id + " has several nodes; a shell opens on a job of one",
+                      "take one node's result as a branch (git mullet merge " + found.id +
+                          "/N) and start a job from it, or look with git mullet diff " + found.id + "/N");
+  }
   if (effective_state(found) == JobState::running) {
     throw usage_error("job " + found.id + " is running; a shell opens on a job that has ended",
                       "wait for it (git mullet wait " + found.id + ") or stop it (git mullet stop " + found.id + ")");

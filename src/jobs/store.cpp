@@ -36,9 +36,13 @@ std::string commit_summary_line(git_commit* commit) {
 
 // What a record commit may hold: a little more than run_job keeps (8 MiB of
 // worker.log, 64 MiB of events.jsonl, each with a cut marker).
+// A node's logs are node-<N>.worker.log and node-<N>.events.jsonl.
 std::size_t max_record_file_bytes(const std::string& name) {
-  if (name == "events.jsonl") return 65U << 20U;
-  if (name == "worker.log") return 9U << 20U;
+  const auto ends_with = [&](const std::string& tail) {
+    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (ends_with("events.jsonl")) return 65U << 20U;
+  if (ends_with("worker.log")) return 9U << 20U;
   return 16U << 20U;
 }
 
@@ -64,6 +68,20 @@ git::CommitPtr lookup_commit(git_repository* repo, const git_oid& id) {
   git_commit* raw = nullptr;
   check(git_commit_lookup(&raw, repo, &id), "cannot read job record " + git::oid_to_string(id));
   return git::CommitPtr(raw);
+}
+
+// The record commit's parents: the base, the result when there is one, then
+// each node's result that is not among them yet (what gc must keep).
+std::vector<std::string> record_parents(const JobRecord& record) {
+  std::vector<std::string> parents = {record.base};
+  const auto add = [&](const std::string& commit) {
+    if (!commit.empty() && std::find(parents.begin() + 1, parents.end(), commit) == parents.end()) {
+      parents.push_back(commit);
+    }
+  };
+  add(record.result);
+  for (const auto& node : record.nodes) add(node.result);
+  return parents;
 }
 
 }  // namespace
@@ -177,12 +195,15 @@ void JobStore::check_commits(const JobRecord& r, git_commit* record) const {
   // must be what the record names.
   expect_commit(r.id, "base", r.base, true);
   expect_commit(r.id, "result", r.result, true);
-  const unsigned expected_parents = r.result.empty() ? 1 : 2;
-  if (git_commit_parentcount(record) != expected_parents ||
-      git::oid_to_string(*git_commit_parent_id(record, 0)) != r.base ||
-      (!r.result.empty() && git::oid_to_string(*git_commit_parent_id(record, 1)) != r.result)) {
-    throw DamagedRecord(r.id, "base/result", "are not the record commit's parents");
+  for (std::size_t n = 0; n < r.nodes.size(); ++n) {
+    expect_commit(r.id, "nodes[" + std::to_string(n) + "].result", r.nodes[n].result, true);
   }
+  const auto parents = record_parents(r);
+  bool same = git_commit_parentcount(record) == parents.size();
+  for (unsigned i = 0; same && i < parents.size(); ++i) {
+    same = git::oid_to_string(*git_commit_parent_id(record, i)) == parents[i];
+  }
+  if (!same) throw DamagedRecord(r.id, "base/result", "are not the record commit's parents");
   // A base made of uncommitted changes sits on the HEAD the record names.
   if (r.base_uncommitted) {
     expect_commit(r.id, "base_head", r.base_head, false);
@@ -193,12 +214,18 @@ void JobStore::check_commits(const JobRecord& r, git_commit* record) const {
     }
   }
   // Earlier attempts' snapshots may have been pruned; those that exist must be commits.
-  for (std::size_t a = 0; a < r.attempts.size(); ++a) {
-    const std::string field = "attempts[" + std::to_string(a) + "]";
-    expect_commit(r.id, field + ".result", r.attempts[a].result, false);
-    for (std::size_t g = 0; g < r.attempts[a].gates.size(); ++g) {
-      expect_commit(r.id, field + ".gates[" + std::to_string(g) + "].commit", r.attempts[a].gates[g].commit, false);
+  const auto check_attempts = [&](const std::vector<AttemptRecord>& attempts, const std::string& prefix) {
+    for (std::size_t a = 0; a < attempts.size(); ++a) {
+      const std::string field = prefix + "attempts[" + std::to_string(a) + "]";
+      expect_commit(r.id, field + ".result", attempts[a].result, false);
+      for (std::size_t g = 0; g < attempts[a].gates.size(); ++g) {
+        expect_commit(r.id, field + ".gates[" + std::to_string(g) + "].commit", attempts[a].gates[g].commit, false);
+      }
     }
+  };
+  check_attempts(r.attempts, "");
+  for (std::size_t n = 0; n < r.nodes.size(); ++n) {
+    check_attempts(r.nodes[n].attempts, "nodes[" + std::to_string(n) + "].");
   }
 }
 
@@ -236,6 +263,13 @@ StoredJob JobStore::find(const std::string& prefix) const {
   auto job = load(id);
   if (!job) throw usage_error("no job matches '" + prefix + "'");
   return *job;
+}
+
+AddressedJob JobStore::find_address(const std::string& address) const {
+  const JobAddress parsed = value_or_throw(parse_job_address(address, max_nodes));
+  AddressedJob found{find(parsed.job), parsed.node};
+  value_or_throw(check_node_number(found.job.record.id, parsed.node, found.job.record.nodes.size()));
+  return found;
 }
 
 std::optional<std::string> JobStore::read_file(const StoredJob& job, const std::string& name) const {
@@ -291,8 +325,9 @@ git_oid JobStore::write_record_commit(const JobRecord& record, const std::map<st
   git::TreePtr tree(raw_tree);
 
   std::vector<git::CommitPtr> parents;
-  parents.push_back(lookup_commit(m_repo.get(), git::oid_from_string(record.base)));
-  if (!record.result.empty()) parents.push_back(lookup_commit(m_repo.get(), git::oid_from_string(record.result)));
+  for (const auto& parent : record_parents(record)) {
+    parents.push_back(lookup_commit(m_repo.get(), git::oid_from_string(parent)));
+  }
   std::vector<const git_commit*> parent_pointers;
   for (const auto& parent : parents) parent_pointers.push_back(parent.get());
 

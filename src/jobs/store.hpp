@@ -37,6 +37,12 @@ struct StoredJob {
   git_oid record_commit{};
 };
 
+// A job, or one node of it, as a command names it (`ID` or `ID/N`).
+struct AddressedJob {
+  StoredJob job;
+  int node = 0;  // 0: the job as a whole; else 1..job.record.nodes.size()
+};
+
 // The next job's sequence number in this repository (1, 2, ...), from a
 // counter file under the common git dir, taken under a lock.
 std::int64_t next_job_sequence(const git::Repository& repo);
@@ -57,6 +63,8 @@ class JobStore {
   std::string resolve(const std::string& prefix) const;
   // Resolves a unique prefix to a stored job; usage error otherwise.
   StoredJob find(const std::string& prefix) const;
+  // `ID` or `ID/N` (jobs/id.hpp): usage error for a bad or absent node.
+  AddressedJob find_address(const std::string& address) const;
   // A file kept beside job.json (a log); nullopt when absent; DamagedRecord
   // when it is not a blob or larger than what run_job keeps.
   std::optional<std::string> read_file(const StoredJob& job, const std::string& name) const;

@@ -10,7 +10,7 @@ namespace mullet::jobs {
 namespace {
 
 // Changing what a line holds changes this line, so an older file is read as empty.
-constexpr std::string_view header = "git-mullet summary cache 1\n";
+constexpr std::string_view header = "git-mullet summary cache 2\n";
 constexpr std::size_t max_cache_bytes = 256U << 20U;
 
 void append_field(std::string& line, std::string_view text) {
@@ -121,6 +121,12 @@ std::string encode_summary(const std::string& record_commit_hex, const JobRecord
     append_number(line, summary.changes->insertions);
     append_number(line, summary.changes->deletions);
   }
+  append_number(line, summary.nodes.size());
+  for (const auto& node : summary.nodes) {
+    append_number(line, node.number);
+    append_field(line, state_name(node.state));
+    append_field(line, node.result);
+  }
   return line;
 }
 
@@ -175,6 +181,21 @@ bool decode_summary(std::string_view line, std::string_view record_commit_hex, J
     const auto deletions = fields.number<std::int64_t>();
     if (!files || !insertions || !deletions) return false;
     summary.changes = ChangeStats{*files, *insertions, *deletions};
+  }
+  const auto node_count = fields.number<std::size_t>();
+  if (!node_count || *node_count > static_cast<std::size_t>(max_nodes)) return false;
+  summary.nodes.clear();
+  for (std::size_t i = 0; i < *node_count; ++i) {
+    auto& node = summary.nodes.emplace_back();
+    const auto number = fields.number<int>();
+    const auto node_state_text = fields.text();
+    auto node_result = fields.text();
+    if (!number || !node_state_text || !node_result) return false;
+    const auto node_state = parse_state(*node_state_text);
+    if (!node_state) return false;
+    node.number = *number;
+    node.state = *node_state;
+    node.result = std::move(*node_result);
   }
   if (!fields.at_end()) return false;
   return true;

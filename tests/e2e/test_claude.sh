@@ -607,4 +607,34 @@ test_the_model_asked_for_reaches_the_api_and_the_record() {
   echo "    (default model: $default_model)"
 }
 
+test_nodes_mix_executors_and_models() {
+  scratch
+  new_repo repo
+  cd repo
+  # Node 1: Claude Code with the model asked for, writing a file; node 2:
+  # the command executor. Each in a clone of its own.
+  start_api "$(script \
+    "$(write_turn write /mullet/work/claude.txt "$(printf 'from node 1\n')")" \
+    "$(done_turn "wrote claude.txt")")"
+  claude_config ""
+  run_job -m "Write claude.txt" --node claude:claude-haiku-4-5-20251001 --node command \
+    --command 'echo "from node $MULLET_NODE" >command.txt'
+  expect_job 0
+  assert_eq "$(json_get "$JOB_JSON" '[.nodes[] | [.executor, .executor_model, .state]]')" \
+    '[["claude","claude-haiku-4-5-20251001","succeeded"],["command",null,"succeeded"]]' "the nodes"
+  assert_eq "$(main_models)" "claude-haiku-4-5-20251001 " "the model of node 1's main turns"
+  local one two
+  one="$(json_get "$JOB_JSON" '.nodes[0].result')"
+  two="$(json_get "$JOB_JSON" '.nodes[1].result')"
+  assert_eq "$(git diff --name-only HEAD "$one")" claude.txt "node 1's changes"
+  assert_eq "$(git diff --name-only HEAD "$two")" command.txt "node 2's changes"
+  # Only node 1 had a credential endpoint: its cost is the job's.
+  assert_eq "$(json_get "$JOB_JSON" '.nodes[1].cost_usd')" null "node 2's cost"
+  assert_eq "$(json_get "$JOB_JSON" '.cost_usd == .nodes[0].cost_usd')" true "the job's cost"
+  assert_eq "$(json_get "$JOB_JSON" '.run_flags.nodes')" \
+    '[{"claude.model":"claude-haiku-4-5-20251001","run.executor":"claude"},{"run.executor":"command"}]' "run_flags"
+  expect_exit 0 git mullet show "$JOB"
+  assert_matches "$OUT" $'\n[* ] 1 +claude:claude-haiku-4-5-20251001 +succeeded' "show's node 1"
+}
+
 run_tests

@@ -79,6 +79,29 @@ test_command_jobs_in_every_state_follow_the_schema() {
   assert_eq "$(json_get "$OUT" '[.[] | select(.state == "damaged")] | length')" 1 "damaged jobs listed"
 }
 
+test_a_job_of_several_nodes_follows_the_schema() {
+  new_repo repo
+  cd repo
+  run_job -m "nodes" --node command --node command --command 'echo "$MULLET_NODE" >n; [ "$MULLET_NODE" = 1 ] || echo x >x' \
+    --gate 'test ! -e x'
+  valid job "$JOB_JSON" "run --json (nodes, one failed its gate)"
+  assert_eq "$(json_get "$JOB_JSON" '.nodes | length')" 2 "nodes"
+  assert_eq "$(json_get "$JOB_JSON" '.chosen_node')" 1 "chosen node"
+  expect_exit 0 git mullet show --json "$JOB"
+  valid job "$OUT" "show --json (nodes)"
+  expect_exit 0 git mullet show --json "$JOB/2"
+  valid job "$OUT" "show --json JOB/2"
+  expect_exit 0 git mullet list --json
+  valid list "$OUT" "list --json (nodes)"
+  assert_eq "$(json_get "$OUT" '.[0].nodes | length')" 2 "list --json nodes"
+  local bad
+  for bad in '.nodes[0].number = 0' '.nodes[1].state = "won"' '.nodes[0].extra = 1' '.nodes = [.nodes[0]]'; do
+    if printf '%s' "$JOB_JSON" | jq "$bad" | python3 "$VALIDATE" "$SCHEMA" job 2>/dev/null; then
+      fail "a record changed by '$bad' still validates"
+    fi
+  done
+}
+
 test_a_claude_job_follows_the_schema() {
   scratch
   start_api "$(script \

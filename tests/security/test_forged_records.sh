@@ -152,6 +152,47 @@ test_a_record_whose_parents_are_not_its_base_and_result_is_refused() {
   every_reader_refuses "$JOB" "base/result"
 }
 
+test_a_job_of_several_nodes_is_checked_node_by_node() {
+  new_repo repo
+  cd repo
+  run_job -m "two nodes" --nodes 2 --command 'echo "$MULLET_NODE" >n.txt'
+  assert_eq "$RUN_CODE" 0 "the real job"
+  BASE="$(git rev-parse HEAD)"
+  RESULT="$(json_field "$JOB_JSON" result)"
+  REAL_RECORD="$(git rev-parse "refs/mullet/jobs/$JOB")"
+  local second
+  second="$(json_get "$JOB_JSON" '.nodes[1].result')"
+  assert_eq "$(git rev-list --parents -n 1 "$REAL_RECORD" | cut -d' ' -f2-)" "$BASE $RESULT $second" "the real parents"
+  # A node's result gc would not keep (not among the record commit's parents).
+  forge "$JOB" "pass" "$BASE" "$RESULT"
+  every_reader_refuses "$JOB" "base/result"
+  # The job's result is none of its nodes'.
+  forge "$JOB" "r['nodes'][0]['result'] = '$second'" "$BASE" "$RESULT" "$second"
+  every_reader_refuses "$JOB" "result" listed
+  forge "$JOB" "r['nodes'] = r['nodes'] * 9" "$BASE" "$RESULT" "$second"
+  every_reader_refuses "$JOB" "nodes"
+  forge "$JOB" "r['nodes'] = r['nodes'][:1]" "$BASE" "$RESULT"
+  every_reader_refuses "$JOB" "nodes"
+  forge "$JOB" "r['nodes'][1]['number'] = 1" "$BASE" "$RESULT" "$second"
+  every_reader_refuses "$JOB" "nodes[1].number"
+  forge "$JOB" "r['nodes'][0]['state'] = 'won'" "$BASE" "$RESULT" "$second"
+  every_reader_refuses "$JOB" "nodes[0].state"
+  forge "$JOB" "r['nodes'][1]['executor_model'] = 'x' * 300" "$BASE" "$RESULT" "$second"
+  every_reader_refuses "$JOB" "nodes[1].executor_model"
+  forge "$JOB" "r['run_flags']['nodes'] = [{'run.executor': 'command', 'sandbox.network': 'on'}]" \
+    "$BASE" "$RESULT" "$second"
+  every_reader_refuses "$JOB" "run_flags.nodes[0].sandbox.network"
+  # A well-formed node flag this machine did not start the job with: resume
+  # does not let the record choose a node's executor (user-only).
+  forge "$JOB" "r['run_flags']['nodes'] = [{'run.executor': 'opencode'}, {'run.executor': 'command'}]; \
+r['nodes'][0]['state'] = 'failed'; r['state'] = 'succeeded'" "$BASE" "$RESULT" "$second"
+  local before
+  before="$(sec_repo_state)"
+  expect_exit 2 timeout 60 git mullet resume -q "$JOB/1"
+  assert_contains "$ERR" "asks resume to set run.executor, which only your own configuration may set" "resume JOB/1"
+  sec_assert_same "the user's repository" "$before" "$(sec_repo_state)"
+}
+
 test_ids_with_slashes_or_dots_are_refused() {
   real_job
   forge "$JOB" "r['id'] = '../../../x'"

@@ -117,3 +117,31 @@ TEST_CASE("a record from elsewhere raises no key a repository may only lower") {
   restore_run_flags(record, config, json{{"config", {{"run.attempts", 100}}}});
   CHECK(config.settings().run.attempts == 100);
 }
+
+TEST_CASE("each node's flags are replayed onto the job's configuration, under the same rules") {
+  using mullet::jobs::restore_node_flags;
+  JobRecord record = record_with_flags(json::object());
+  record.nodes.resize(2);
+  record.run_flags["nodes"] = json::array({{{"run.executor", "command"}}, {{"run.executor", "opencode"}}});
+  Config config;
+  SUBCASE("started here with them: each node gets its own executor") {
+    const json local = record.run_flags;
+    const auto nodes = restore_node_flags(record, config, local);
+    REQUIRE(nodes.size() == 2);
+    CHECK(nodes[0].settings().run.executor == "command");
+    CHECK(nodes[1].settings().run.executor == "opencode");
+    CHECK(config.settings().run.executor == "claude");
+  }
+  SUBCASE("a record this machine did not start with them chooses no node's executor") {
+    CHECK_THROWS_AS(restore_node_flags(record, config, std::nullopt), Error);
+    json local = record.run_flags;
+    local["nodes"][1]["run.executor"] = "command";
+    CHECK_THROWS_AS(restore_node_flags(record, config, local), Error);
+  }
+  SUBCASE("a job started with --nodes N: every node has the job's configuration") {
+    record.run_flags.erase("nodes");
+    const auto nodes = restore_node_flags(record, config, std::nullopt);
+    REQUIRE(nodes.size() == 2);
+    CHECK(nodes[1].settings().run.executor == config.settings().run.executor);
+  }
+}

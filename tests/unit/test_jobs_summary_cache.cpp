@@ -39,6 +39,12 @@ JobRecord full_summary() {
   record.runner = {12345, 987654321, "00000000-0000-0000-0000-000000000001"};
   record.cost_usd = 0.1 + 0.2;  // a double that prints long
   record.changes = ChangeStats{3, 10, 7};
+  for (int number = 1; number <= 3; ++number) {
+    auto& node = record.nodes.emplace_back();
+    node.number = number;
+    node.state = number == 2 ? JobState::succeeded : JobState::failed;
+    node.result = number == 3 ? "" : std::string(40, static_cast<char>('a' + number));
+  }
   return record;
 }
 
@@ -53,6 +59,7 @@ TEST_CASE("summary cache: a line gives back every field summary_json keeps") {
       record.finished_at.clear();
       record.cost_usd.reset();
       record.changes.reset();
+      record.nodes.clear();
     }
     const std::string line = encode_summary(commit_a, record);
     CHECK(line.find('\n') == std::string::npos);

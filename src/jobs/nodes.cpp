@@ -1,0 +1,166 @@
+#include "jobs/nodes.hpp"
+
+#include <algorithm>
+
+#include "jobs/liveness.hpp"
+#include "util/strings.hpp"
+
+namespace mullet::jobs {
+
+JobRecord node_view(const JobRecord& job, int number) {
+  const NodeRecord& node = job.nodes.at(static_cast<std::size_t>(number - 1));
+  JobRecord view = job;
+  view.nodes.clear();
+  view.executor = node.executor;
+  view.state = node.state;
+  view.result = node.result;
+  view.error = node.error;
+  view.finished_at = node.finished_at;
+  view.phases = node.phases;
+  view.snapshot_warnings = node.snapshot_warnings;
+  view.report = node.report;
+  view.cost_usd = node.cost_usd;
+  view.attempts = node.attempts;
+  view.changes = node.changes;
+  view.progress = node.progress;
+  return view;
+}
+
+NodeRecord node_from_view(const JobRecord& view, int number) {
+  NodeRecord node;
+  node.number = number;
+  node.executor = view.executor;
+  node.state = view.state;
+  node.result = view.result;
+  node.error = view.error;
+  node.finished_at = view.finished_at;
+  node.phases = view.phases;
+  node.snapshot_warnings = view.snapshot_warnings;
+  node.report = view.report;
+  node.cost_usd = view.cost_usd;
+  node.attempts = view.attempts;
+  node.changes = view.changes;
+  node.progress = view.progress;
+  return node;
+}
+
+void store_node(JobRecord& job, const JobRecord& view, int number) {
+  NodeRecord& node = job.nodes.at(static_cast<std::size_t>(number - 1));
+  const std::string started_at = node.started_at;
+  node = node_from_view(view, number);
+  node.started_at = started_at;
+  settle_job(job);
+}
+
+std::optional<int> choose_node(const std::vector<NodeStanding>& nodes) {
+  const NodeStanding* best = nullptr;
+  for (const auto& node : nodes) {
+    if (!node.passed) continue;
+    if (best == nullptr || node.changed_lines < best->changed_lines ||
+        (node.changed_lines == best->changed_lines &&
+         (node.cost_usd < best->cost_usd || (node.cost_usd == best->cost_usd && node.number < best->number)))) {
+      best = &node;
+    }
+  }
+  if (best == nullptr) return std::nullopt;
+  return best->number;
+}
+
+namespace {
+
+NodeStanding standing(const NodeRecord& node) {
+  const std::int64_t lines = node.changes ? node.changes->insertions + node.changes->deletions : 0;
+  return {node.number, node.state == JobState::succeeded, lines, node.cost_usd.value_or(node.report.cost_usd)};
+}
+
+}  // namespace
+
+std::optional<int> chosen_node(const JobRecord& job) {
+  std::vector<NodeStanding> nodes;
+  for (const auto& node : job.nodes) nodes.push_back(standing(node));
+  return choose_node(nodes);
+}
+
+std::string choice_reason(const JobRecord& job, int number) {
+  const NodeStanding chosen = standing(job.nodes.at(static_cast<std::size_t>(number - 1)));
+  std::size_t passed = 0;
+  std::size_t same_lines = 0;
+  for (const auto& node : job.nodes) {
+    const NodeStanding other = standing(node);
+    if (!other.passed) continue;
+    ++passed;
+    if (other.changed_lines == chosen.changed_lines) ++same_lines;
+  }
+  std::string why = "node " + std::to_string(number) + ": passed every gate, " + std::to_string(chosen.changed_lines) +
+                    " changed lines";
+  if (passed == 1) return why + " (the only node that passed)";
+  why += " (fewest of " + std::to_string(passed) + " that passed";
+  if (same_lines > 1) why += "; then lowest cost, then lowest number";
+  return why + ")";
+}
+
+void settle_job(JobRecord& job) {
+  if (job.nodes.empty()) return;
+  std::optional<double> cost;
+  for (const auto& node : job.nodes) {
+    if (node.cost_usd) cost = cost.value_or(0) + *node.cost_usd;
+  }
+  job.cost_usd = cost;
+  job.phases.clear();
+  job.attempts.clear();
+  job.snapshot_warnings.clear();
+  job.report = {};
+  job.progress.reset();
+  const auto chosen = chosen_node(job);
+  const NodeRecord& shown = job.nodes.at(chosen ? static_cast<std::size_t>(*chosen - 1) : 0);
+  job.executor = shown.executor;
+  job.result = chosen ? shown.result : std::string();
+  job.changes = chosen ? shown.changes : std::nullopt;
+  job.error.clear();
+  const auto any = [&](JobState state) {
+    return std::any_of(job.nodes.begin(), job.nodes.end(), [&](const NodeRecord& node) { return node.state == state; });
+  };
+  if (any(JobState::running)) {
+    job.state = JobState::running;
+    return;
+  }
+  if (chosen) {
+    job.state = JobState::succeeded;
+    return;
+  }
+  job.state = JobState::failed;
+  for (const JobState state :
+       {JobState::no_changes, JobState::interrupted, JobState::cancelled, JobState::failed, JobState::refused}) {
+    if (any(state)) {
+      job.state = state;
+      break;
+    }
+  }
+  if (job.state == JobState::no_changes) return;
+  std::vector<std::string> each;
+  for (const auto& node : job.nodes) {
+    each.push_back("node " + std::to_string(node.number) + " " + state_name(node.state) +
+                   (node.error.empty() ? "" : ": " + util::first_line(node.error, 160)));
+  }
+  job.error = "no node passed every gate (" + util::join(each, "; ") + ")";
+}
+
+JobState effective_node_state(const JobRecord& job, const NodeRecord& node) {
+  if (node.state == JobState::running && !runner_alive(job.runner)) return JobState::interrupted;
+  return node.state;
+}
+
+std::string nodes_summary(const JobRecord& job) {
+  std::size_t passed = 0;
+  std::size_t running = 0;
+  for (const auto& node : job.nodes) {
+    const JobState state = effective_node_state(job, node);
+    if (state == JobState::succeeded) ++passed;
+    if (state == JobState::running) ++running;
+  }
+  const std::string count = "/" + std::to_string(job.nodes.size());
+  if (running > 0) return std::to_string(running) + count + " running";
+  return std::to_string(passed) + count + " passed";
+}
+
+}  // namespace mullet::jobs
