@@ -13,6 +13,8 @@ JobPaths job_paths(const git::Repository& repo, const std::string& id) {
   paths.root = jobs_directory(repo) + "/" + id;
   paths.git_dir = paths.root + "/git";
   paths.work_tree = paths.root + "/work";
+  paths.upper = paths.root + "/upper";
+  paths.overlay_work = paths.root + "/overlay-work";
   paths.home = paths.root + "/home";
   paths.worker_log = paths.root + "/worker.log";
   paths.events_log = paths.root + "/events.jsonl";
@@ -23,11 +25,15 @@ JobPaths job_paths(const git::Repository& repo, const std::string& id) {
 }
 
 SandboxDirs worker_dirs(const JobPaths& paths) {
-  return {paths.work_tree, paths.git_dir, paths.home};
+  return {paths.work_tree, paths.git_dir, paths.home, std::nullopt, {}};
+}
+
+std::string written_tree(const SandboxDirs& dirs) {
+  return dirs.overlay ? dirs.overlay->upper : dirs.work_tree;
 }
 
 SandboxDirs gate_dirs(const JobPaths& paths) {
-  return {paths.gate + "/work", paths.gate + "/git", paths.gate + "/home"};
+  return {paths.gate + "/work", paths.gate + "/git", paths.gate + "/home", std::nullopt, {}};
 }
 
 }  // namespace mullet::jobs
