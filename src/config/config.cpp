@@ -167,10 +167,7 @@ const std::vector<KeySpec>& schema() {
        "how a job's work tree is made: auto (an overlay of the base's pristine checkout, shared by the jobs on that "
        "base, where the kernel allows it, else a checkout of its own), checkout (always a checkout of its own)",
        [](Settings& settings, const Value& value) {
-         if (text_of(value) != "auto" && text_of(value) != "checkout") {
-           throw failure("'" + text_of(value) + "' is not auto or checkout");
-         }
-         settings.sandbox.work_tree = text_of(value) == "auto" ? WorkTree::automatic : WorkTree::checkout;
+         settings.sandbox.work_tree = text_of(value) == "checkout" ? WorkTree::checkout : WorkTree::automatic;
        }},
       // 0x70000000: far above users, system services and the container ranges
       // (systemd leaves 0x70000000..0x7ffdffff unassigned). 0 is root and
@@ -422,6 +419,10 @@ std::string validate(const KeySpec& spec, const Value& value) {
     if (name != "claude" && name != "opencode" && name != "command") {
       return "unknown executor '" + name + "' (known: claude, opencode, command)";
     }
+  }
+  if (key == "sandbox.work_tree") {
+    const auto& word = std::get<std::string>(value);
+    if (word != "auto" && word != "checkout") return "must be auto or checkout (not '" + word + "')";
   }
   if (key == "sandbox.env") {
     for (const auto& name : std::get<std::vector<std::string>>(value)) {

@@ -84,7 +84,7 @@ bool mount_overlay_in_child(OverlayChild& child) {
   ok = ok && append(child, length, "lowerdir=") && append_fd_path(child, length, fds[0]) &&
        append(child, length, ",upperdir=") && append_fd_path(child, length, fds[1]) &&
        append(child, length, ",workdir=") && append_fd_path(child, length, fds[2]) &&
-       append(child, length, ",redirect_dir=off,metacopy=off,index=off") &&
+       append(child, length, ",redirect_dir=nofollow,metacopy=off,index=off") &&
        (!child.user_namespace || append(child, length, ",userxattr"));
   if (ok) {
     char target[32] = {};

@@ -8,9 +8,11 @@
 //   mapped to themselves, setgroups denied), where bwrap then runs nested;
 //   the descriptor bwrap's --bind-fd names is replaced by the mounted
 //   overlay's.
-// Options are explicit: redirect_dir=off, metacopy=off and index=off keep
-// the upper dir plain files, whiteouts and opaque directories (what the
-// snapshot reads), `userxattr` in a user namespace. The layers are named
+// Options are explicit: redirect_dir=nofollow (no redirect made or followed;
+// the kernel refuses "off" with userxattr, which it reads as "follow"),
+// metacopy=off and index=off keep the upper dir plain files, whiteouts and
+// opaque directories (what the snapshot reads), `userxattr` in a user
+// namespace. The layers are named
 // /proc/self/fd/N of directories the child opens without following any
 // symlink, so no path's ',' ':' or '\' reaches the option string.
 #pragma once
