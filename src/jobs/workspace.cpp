@@ -8,6 +8,7 @@
 #include "git/pristine.hpp"
 #include "git/upper_snapshot.hpp"
 #include "sandbox/overlay.hpp"
+#include "util/error.hpp"
 #include "util/fs.hpp"
 
 namespace mullet::jobs {
@@ -80,9 +81,14 @@ WorkTreeChoice choose_work_tree(const git::Repository& repo, const config::Setti
     return {false, "a checkout of its own: [sandbox] work_tree = \"checkout\""};
   }
   const bool as_root = ::geteuid() == 0;
-  const std::string jobs = jobs_directory(repo);
-  util::make_private_dirs(util::real_path(repo.common_dir()), "mullet/jobs");
-  const std::string refused = sandbox::probe_overlay(jobs, !as_root);
+  // On the file system the job's directories are on; what the probe makes
+  // there is gone when it returns (run --dry-run and doctor leave nothing).
+  std::string refused;
+  try {
+    refused = sandbox::probe_overlay(util::real_path(repo.common_dir()), !as_root);
+  } catch (const Error& error) {
+    refused = error.what();
+  }
   if (!refused.empty()) return {false, "a checkout of its own: this kernel refused the overlay (" + refused + ")"};
   return {true, std::string("an overlay of the base's pristine checkout (kernel overlayfs, ") +
                     (as_root ? "mounted as root in the staging namespace" : "in a user namespace of ours") + ")"};

@@ -40,7 +40,7 @@ struct WorkTreeChoice {
 // `[sandbox] work_tree` ("checkout" forces a checkout of its own), then
 // whether this kernel mounts an overlay as the job would (probed in a
 // child, as root or in a user namespace of ours, over a scratch directory
-// under the jobs directory).
+// in the common git dir, removed afterwards).
 WorkTreeChoice choose_work_tree(const git::Repository& repo, const config::Settings& settings);
 
 // The worker's directories, made ready: with `overlay` and `commit` the
