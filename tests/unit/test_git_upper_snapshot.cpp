@@ -1,0 +1,376 @@
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "git/clone.hpp"
+#include "git/handles.hpp"
+#include "git/repository.hpp"
+#include "git/snapshot.hpp"
+#include "git/upper_snapshot.hpp"
+#include "util/process.hpp"
+
+#include "support/support.hpp"
+
+namespace fs = std::filesystem;
+using mullet::git::ClonePaths;
+using mullet::git::Repository;
+using mullet::git::Snapshot;
+using mullet::git::SnapshotOptions;
+using mullet::test::contains;
+using mullet::test::GitRepo;
+using mullet::test::make_file;
+using mullet::test::ScratchDir;
+
+namespace {
+
+constexpr const char* user_xattr = mullet::git::overlay_opaque_xattr_user;
+constexpr const char* root_xattr = mullet::git::overlay_opaque_xattr_root;
+
+// How the overlay is mounted: in a user namespace of our own (as an
+// unprivileged user does; opaque directories marked with user.overlay.*), or
+// as root in a mount namespace alone (trusted.overlay.*).
+enum class Mount { user_namespace, root };
+
+const char* xattr_of(Mount mount) {
+  return mount == Mount::root ? root_xattr : user_xattr;
+}
+
+mullet::util::CapturedRun run_shell(const std::string& script, const std::vector<std::string>& prefix,
+                                    const mullet::util::Environment& extra) {
+  mullet::util::SpawnOptions options;
+  options.argv = prefix;
+  if (!options.argv.empty()) {
+    options.argv[0] = mullet::util::find_in_path(options.argv[0], mullet::util::host_path());
+    REQUIRE_MESSAGE(!options.argv[0].empty(), prefix[0] << " is not on PATH");
+  }
+  options.argv.insert(options.argv.end(), {"/bin/sh", "-c", script});
+  options.env = extra;
+  options.env["PATH"] = mullet::util::host_path();
+  return mullet::util::run_capture(options);
+}
+
+// A user repository with a base commit; a private clone of it (the
+// reference, changed in place and recorded by take_snapshot); and a second
+// clone's work tree as the lower dir of an overlay whose upper dir the same
+// changes reach through the kernel, recorded by take_upper_snapshot.
+class OverlayFixture {
+ public:
+  OverlayFixture()
+      : m_user(m_scratch / "user"),
+        m_reference{m_scratch / "reference/git", m_scratch / "reference/work"},
+        m_lower{m_scratch / "lower/git", m_scratch / "lower/work"},
+        m_repo(Repository::open_git_dir(m_user.path(".git"))) {
+    for (const char* dir : {"dir/sub", "redo/sub", "dir_to_file", "deep/a/b/c", "deep/other", "ign2", "ign3", "deps"}) {
+      fs::create_directories(m_user.path(dir));
+    }
+    const std::vector<std::pair<std::string, std::string>> files = {{"README", "hello\n"},
+                                                                    {"same.txt", "aaaa\n"},
+                                                                    {"same2.txt", "bbbb\n"},
+                                                                    {".gitignore", "*.log\nbuild/\n"},
+                                                                    {"tracked.log", "tracked\n"},
+                                                                    {"script.sh", "#!/bin/sh\n"},
+                                                                    {"dir/nested.txt", "nested\n"},
+                                                                    {"dir/sub/n2.txt", "n2\n"},
+                                                                    {"redo/old.txt", "old\n"},
+                                                                    {"redo/sub/old2.txt", "old2\n"},
+                                                                    {"redo/.gitignore", "*.dat\n"},
+                                                                    {"file_to_dir", "a file\n"},
+                                                                    {"dir_to_file/inner.txt", "in\n"},
+                                                                    {"deep/a/b/c/d.txt", "d\n"},
+                                                                    {"deep/a/b/c/e.txt", "e\n"},
+                                                                    {"deep/other/x.txt", "x\n"},
+                                                                    {"ign2/.gitignore", "*.dat\n"},
+                                                                    {"ign2/keep.txt", "keep\n"},
+                                                                    {"ign3/.gitignore", "*.dat\n"},
+                                                                    {"ign3/keep.txt", "keep\n"},
+                                                                    {"deps/lib.txt", "lib\n"}};
+    for (const auto& [path, content] : files) make_file(m_user.path(path), content);
+    m_base = mullet::git::oid_from_string(m_user.commit_all("base", true));
+    m_base_tree = m_repo.tree_of(m_base);
+    mullet::git::create_private_clone(m_repo, m_base, m_reference, "/mullet/git");
+    mullet::git::create_private_clone(m_repo, m_base, m_lower, "/mullet/git");
+    for (const char* dir : {"upper", "overlay-work", "merged"}) fs::create_directories(m_scratch / dir);
+  }
+
+  // Runs `script` (sh, in the tree) in the reference clone, and through an
+  // overlay mounted as `mount` says, in the merged view (the upper dir gets
+  // what changed).
+  void change(const std::string& script, Mount mount) {
+    const auto plain =
+        run_shell("cd \"$TREE\" && eval \"$CHANGES\"", {}, {{"TREE", m_reference.work_tree}, {"CHANGES", script}});
+    REQUIRE_MESSAGE(plain.status.success(), "the changes failed in the reference clone: " << plain.err);
+    const std::string options = mount == Mount::root ? "redirect_dir=off,metacopy=off,index=off"
+                                                     : "userxattr,redirect_dir=nofollow,metacopy=off,index=off";
+    const std::vector<std::string> prefix =
+        mount == Mount::root ? std::vector<std::string>{"unshare", "-m"} : std::vector<std::string>{"unshare", "-Urm"};
+    const auto overlaid = run_shell(
+        "mount -t overlay overlay -o \"lowerdir=$LOWER,upperdir=$UPPER,workdir=$WORK,$OPTIONS\" \"$MERGED\" && "
+        "cd \"$MERGED\" && eval \"$CHANGES\"",
+        prefix,
+        {{"LOWER", m_lower.work_tree},
+         {"UPPER", upper()},
+         {"WORK", m_scratch / "overlay-work"},
+         {"MERGED", m_scratch / "merged"},
+         {"OPTIONS", options},
+         {"CHANGES", script}});
+    REQUIRE_MESSAGE(overlaid.status.success(), "the changes failed through the overlay: " << overlaid.err);
+  }
+
+  std::string upper(const std::string& relative = "") const {
+    return relative.empty() ? m_scratch / "upper" : m_scratch / ("upper/" + relative);
+  }
+
+  Snapshot reference(SnapshotOptions options = {}) {
+    options.base_tree = m_base_tree;
+    return mullet::git::take_snapshot(m_repo, m_reference, options);
+  }
+
+  Snapshot from_upper(const std::string& xattr, SnapshotOptions options = {}) {
+    return mullet::git::take_upper_snapshot(m_repo, m_base_tree, upper(), xattr, options);
+  }
+
+  // The two trees' differences (git diff-tree -r), empty when equal.
+  std::string difference(const git_oid& a, const git_oid& b) const {
+    return m_user.git({"diff-tree", "-r", mullet::git::oid_to_string(a), mullet::git::oid_to_string(b)});
+  }
+
+  // What a tree holds at `path`: its bytes, or nullopt.
+  std::optional<std::string> at(const git_oid& tree_id, const std::string& path) const {
+    git_tree* raw_tree = nullptr;
+    REQUIRE(git_tree_lookup(&raw_tree, m_repo.get(), &tree_id) == 0);
+    const mullet::git::TreePtr tree(raw_tree);
+    git_tree_entry* raw_entry = nullptr;
+    if (git_tree_entry_bypath(&raw_entry, tree.get(), path.c_str()) != 0) return std::nullopt;
+    const mullet::git::TreeEntryPtr entry(raw_entry);
+    if (git_tree_entry_filemode(entry.get()) == GIT_FILEMODE_TREE) return std::string("<tree>");
+    return m_repo.read_blob(*git_tree_entry_id(entry.get()));
+  }
+
+  const git_oid& base_tree() const { return m_base_tree; }
+
+ private:
+  ScratchDir m_scratch;
+  GitRepo m_user;
+  ClonePaths m_reference;
+  ClonePaths m_lower;
+  Repository m_repo;
+  git_oid m_base{};
+  git_oid m_base_tree{};
+};
+
+bool warned(const Snapshot& snapshot, const std::string& path, const std::string& part) {
+  for (const auto& warning : snapshot.warnings) {
+    if (warning.rfind(path + ": ", 0) == 0 && contains(warning, part)) return true;
+  }
+  return false;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string all;
+  for (const auto& line : lines) all += line + "\n";
+  return all;
+}
+
+bool same(const git_oid& a, const git_oid& b) {
+  return git_oid_cmp(&a, &b) == 0;
+}
+
+// Every kind of change a worker makes, as one script.
+const char* const every_change = R"(set -e
+echo changed > README
+echo new > added.txt
+rm same.txt
+rm -rf dir
+rm -rf redo && mkdir -p redo/sub && echo fresh > redo/only.txt && echo data > redo/a.dat
+rm file_to_dir && mkdir file_to_dir && echo in > file_to_dir/x
+rm -rf dir_to_file && echo now-a-file > dir_to_file
+ln -s README link
+ln -s ../deep dir_link
+chmod +x script.sh
+echo ignored > new.log
+echo more >> tracked.log
+mkdir -p newdir/sub && echo deep > newdir/sub/file
+ln same2.txt hard.txt
+mkdir build && echo x > build/out
+echo changed-deep > deep/a/b/c/d.txt
+echo x > .wh.foo
+echo y > deep/.wh.e.txt
+echo ignored > ign2/b.dat
+rm ign3/.gitignore && echo kept > ign3/c.dat
+printf '*.tmp\n' >> .gitignore && echo t > x.tmp
+echo dep-change > deps/lib.txt
+mkdir node_modules && echo m > node_modules/m.js
+mkfifo fifo
+mkdir -p nested/.git && echo x > nested/.git/config && echo y > nested/file
+head -c 1100000 /dev/zero > big.bin
+head -c 1100000 /dev/zero > deep/other/x.txt
+)";
+
+SnapshotOptions every_change_options() {
+  SnapshotOptions options;
+  options.excluded_top_level_dirs = {"deps", "node_modules"};
+  options.max_file_bytes = 1U << 20U;
+  return options;
+}
+
+void check_every_change(Mount mount) {
+  OverlayFixture f;
+  f.change(every_change, mount);
+  // The test means something only if the kernel marked the recreated
+  // directory opaque and left whiteouts.
+  char value[2] = {};
+  REQUIRE(::getxattr(f.upper("redo").c_str(), xattr_of(mount), value, sizeof value) == 1);
+  struct stat whiteout {};
+  REQUIRE(::lstat(f.upper("same.txt").c_str(), &whiteout) == 0);
+  REQUIRE((S_ISCHR(whiteout.st_mode) && whiteout.st_rdev == makedev(0, 0)));
+
+  const Snapshot expected = f.reference(every_change_options());
+  const Snapshot got = f.from_upper(xattr_of(mount), every_change_options());
+  CHECK_MESSAGE(same(got.tree, expected.tree), "differences:\n"
+                                                   << f.difference(expected.tree, got.tree) << "\nwarnings:\n"
+                                                   << joined(got.warnings));
+  // Spot checks of the rules, so a failure above says which.
+  CHECK(f.at(got.tree, "README") == "changed\n");
+  CHECK_FALSE(f.at(got.tree, "same.txt"));
+  CHECK_FALSE(f.at(got.tree, "dir"));
+  CHECK(f.at(got.tree, "redo/only.txt") == "fresh\n");
+  CHECK(f.at(got.tree, "redo/a.dat") == "data\n");  // the lower .gitignore is gone with the lower dir
+  CHECK_FALSE(f.at(got.tree, "redo/old.txt"));
+  CHECK(f.at(got.tree, "file_to_dir/x") == "in\n");
+  CHECK(f.at(got.tree, "dir_to_file") == "now-a-file\n");
+  CHECK(f.at(got.tree, "link") == "README");
+  CHECK_FALSE(f.at(got.tree, "new.log"));
+  CHECK(f.at(got.tree, "tracked.log") == "tracked\nmore\n");
+  CHECK_FALSE(f.at(got.tree, "build"));
+  CHECK(f.at(got.tree, "deep/a/b/c/e.txt") == "e\n");
+  CHECK(f.at(got.tree, ".wh.foo") == "x\n");
+  CHECK(f.at(got.tree, "deep/.wh.e.txt") == "y\n");
+  CHECK_FALSE(f.at(got.tree, "ign2/b.dat"));
+  CHECK(f.at(got.tree, "ign3/c.dat") == "kept\n");
+  CHECK_FALSE(f.at(got.tree, "x.tmp"));
+  CHECK(f.at(got.tree, "deps/lib.txt") == "lib\n");
+  CHECK_FALSE(f.at(got.tree, "node_modules"));
+  CHECK(f.at(got.tree, "hard.txt") == "bbbb\n");
+  CHECK_FALSE(f.at(got.tree, "deep/other"));
+  // The same warnings, and none for whiteouts.
+  auto expected_warnings = expected.warnings;
+  auto got_warnings = got.warnings;
+  std::sort(expected_warnings.begin(), expected_warnings.end());
+  std::sort(got_warnings.begin(), got_warnings.end());
+  CHECK(joined(got_warnings) == joined(expected_warnings));
+  CHECK(warned(got, "fifo", "special file"));
+  CHECK(warned(got, "nested/.git", "nested .git"));
+  CHECK(warned(got, "big.bin", "limits.file_mb"));
+  CHECK(warned(got, "deep/other/x.txt", "limits.file_mb"));
+}
+
+}  // namespace
+
+TEST_CASE("upper snapshot: every kind of change through a user-namespace overlay gives take_snapshot's tree") {
+  check_every_change(Mount::user_namespace);
+}
+
+TEST_CASE("upper snapshot: every kind of change through root's overlay (trusted xattrs) gives take_snapshot's tree") {
+  if (::geteuid() != 0) {
+    MESSAGE("skipped: mounting an overlay with trusted.* xattrs needs root");
+    return;
+  }
+  check_every_change(Mount::root);
+}
+
+TEST_CASE("upper snapshot: an untouched upper dir is the base tree, and only changed files are read") {
+  OverlayFixture f;
+  CHECK(same(f.from_upper(user_xattr).tree, f.base_tree()));
+  f.change("echo changed > deep/a/b/c/d.txt", Mount::user_namespace);
+  const Snapshot got = f.from_upper(user_xattr);
+  CHECK(same(got.tree, f.reference().tree));
+  CHECK(got.files_hashed == 1);
+  CHECK(f.at(got.tree, "deep/a/b/c/d.txt") == "changed\n");
+}
+
+TEST_CASE("upper snapshot: rm -rf of everything, and a .gitignore that is not a regular file") {
+  OverlayFixture f;
+  f.change("rm -rf ./* .gitignore && mkdir sub && ln -s /etc/passwd sub/.gitignore && echo x > sub/a.log",
+           Mount::user_namespace);
+  const Snapshot expected = f.reference();
+  const Snapshot got = f.from_upper(user_xattr);
+  CHECK_MESSAGE(same(got.tree, expected.tree), f.difference(expected.tree, got.tree));
+  CHECK(f.at(got.tree, "sub/a.log") == "x\n");
+  CHECK(warned(got, "sub/.gitignore", "not a regular file"));
+  f.change("rm -rf sub", Mount::user_namespace);
+  CHECK(same(f.from_upper(user_xattr).tree, f.reference().tree));
+}
+
+TEST_CASE("upper snapshot: only the mount's own opaque xattr is honoured") {
+  OverlayFixture f;
+  // Written as a worker of another mount kind would leave them: a directory
+  // marked opaque with the other name, one with a value that is not "y".
+  fs::create_directories(f.upper("dir"));
+  make_file(f.upper("dir/new.txt"), "new\n");
+  REQUIRE(::setxattr(f.upper("dir").c_str(), user_xattr, "y", 1, 0) == 0);
+  fs::create_directories(f.upper("ign2"));
+  REQUIRE(::setxattr(f.upper("ign2").c_str(), user_xattr, "yes", 3, 0) == 0);
+
+  // As root mounts it (trusted.*), user.overlay.opaque is the worker's own
+  // attribute: dir is merged with the base's.
+  const Snapshot as_root = f.from_upper(root_xattr);
+  CHECK(f.at(as_root.tree, "dir/nested.txt") == "nested\n");
+  CHECK(f.at(as_root.tree, "dir/new.txt") == "new\n");
+  // In a user namespace it is the mount's: dir holds the upper's alone.
+  const Snapshot in_namespace = f.from_upper(user_xattr);
+  CHECK_FALSE(f.at(in_namespace.tree, "dir/nested.txt"));
+  CHECK(f.at(in_namespace.tree, "dir/new.txt") == "new\n");
+  CHECK(f.at(in_namespace.tree, "ign2/keep.txt") == "keep\n");
+
+  if (::geteuid() == 0) {
+    fs::create_directories(f.upper("redo"));
+    REQUIRE(::setxattr(f.upper("redo").c_str(), root_xattr, "y", 1, 0) == 0);
+    CHECK(f.at(f.from_upper(user_xattr).tree, "redo/old.txt") == "old\n");
+    CHECK_FALSE(f.at(f.from_upper(root_xattr).tree, "redo/old.txt"));
+  }
+  CHECK_THROWS(f.from_upper("trusted.overlay.redirect"));
+}
+
+TEST_CASE("upper snapshot: the worker's user.overlay.opaque is not honoured under root's overlay") {
+  if (::geteuid() != 0) {
+    MESSAGE("skipped: mounting an overlay with trusted.* xattrs needs root");
+    return;
+  }
+  OverlayFixture f;
+  // The kernel keeps showing dir's lower entries (the script checks), and so
+  // must the snapshot.
+  f.change(
+      "python3 -c 'import os; os.setxattr(\"dir\", \"user.overlay.opaque\", b\"y\")' && echo new > dir/new.txt && "
+      "test -e dir/nested.txt",
+      Mount::root);
+  char value[2] = {};
+  REQUIRE(::getxattr(f.upper("dir").c_str(), user_xattr, value, sizeof value) == 1);
+  const Snapshot got = f.from_upper(root_xattr);
+  CHECK(same(got.tree, f.reference().tree));
+  CHECK(f.at(got.tree, "dir/nested.txt") == "nested\n");
+}
+
+TEST_CASE("upper snapshot: whiteout-looking names and devices other than 0/0 are not whiteouts") {
+  OverlayFixture f;
+  make_file(f.upper(".wh.README"), "");
+  make_file(f.upper("README"), "");
+  ::chmod(f.upper("README").c_str(), 0);
+  const Snapshot got = f.from_upper(user_xattr);
+  CHECK(f.at(got.tree, ".wh.README") == "");
+  CHECK(f.at(got.tree, "README") == "");  // an empty file of mode 000 is a file
+  if (::geteuid() == 0) {
+    REQUIRE(::mknod(f.upper("same.txt").c_str(), S_IFCHR | 0600, makedev(1, 3)) == 0);
+    const Snapshot with_device = f.from_upper(user_xattr);
+    CHECK_FALSE(f.at(with_device.tree, "same.txt"));
+    CHECK(warned(with_device, "same.txt", "special file"));
+  }
+}
