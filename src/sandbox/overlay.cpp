@@ -118,7 +118,7 @@ bool overlay_in_user_namespace_child(void* data) {
 
 std::string probe_overlay(const std::string& scratch, bool user_namespace) {
   util::TempDir dir(scratch, "overlay-probe-");
-  const std::string base = dir.path();
+  const std::string& base = dir.path();
   for (const char* sub : {"/lower", "/upper", "/work", "/merged"}) util::make_dirs(base + sub, 0700);
   util::write_file(base + "/lower/file", "lower\n");
   OverlayChild child =
