@@ -95,12 +95,21 @@ try list-other-upper ls '$upper'
 try list-pristine ls '$pristine'
 try write-pristine sh -c 'echo x >>$pristine/README'
 try read-job-dir ls '$(sec_job_dir "$first")'
+echo \"MOUNTINFO \$(grep ' /mullet/work ' /proc/self/mountinfo)\"
 hunt SECRET-
 finish"
   sec_assert_worker_ran
   sec_assert_all_denied 5
   assert_not_contains "$LOG" "$secret" "the second worker's output"
   sec_assert_same "the pristine checkout" "$before" "$(manifest "$pristine")"
+  # The overlay's layers are named by descriptor: the worker's mount table
+  # shows no host path of them (positive control: it does show the overlay).
+  local mounted
+  mounted="$(printf '%s\n' "$LOG" | grep '^MOUNTINFO ' || true)"
+  assert_contains "$mounted" " overlay " "the work tree's mount"
+  assert_not_contains "$mounted" "/mullet/pristine/" "the work tree's mount"
+  assert_not_contains "$mounted" "$(sec_job_dir)" "the work tree's mount"
+  assert_not_contains "$mounted" "$(sec_job_dir "$first")" "the work tree's mount"
 
   local result
   result="$(sec_jq 'd["result"]')"
