@@ -129,4 +129,23 @@ test_setup_dependency_dirs_are_bound_from_the_upper_dir() {
   assert_eq "$(git ls-tree -r --name-only "$result" -- node_modules)" "" "node_modules in the result"
 }
 
+test_a_job_continued_beyond_its_base_gets_a_checkout_of_its_own() {
+  new_repo repo
+  cd repo
+  run_job -m "first" --command 'echo one >>README'
+  assert_eq "$RUN_CODE" 0 "exit code of the first run"
+  local dir
+  dir="$(job_dir "$JOB")"
+  assert_exists "$dir/pristine"
+  # Its last snapshot is not the base: no pristine checkout of it exists.
+  expect_exit 0 git mullet run --continue "$JOB" -m "more" --json -q
+  assert_absent "$dir/pristine"
+  assert_absent "$dir/upper"
+  # The same command again, from the first run's snapshot.
+  assert_eq "$(cat "$dir/work/README")" "$(printf 'hello\none\none')" "README in the continued job's checkout"
+  # No job claims the pristine checkout any more; the next discard takes it.
+  expect_exit 0 git mullet discard "$JOB"
+  assert_eq "$(pristine_entries)" "" "pristine checkouts"
+}
+
 run_tests
