@@ -6,6 +6,15 @@
 # checkout.
 source "$(dirname "$0")/../lib/harness.sh"
 
+# As root, a job's pristine checkout belongs to its sandbox uid, the first
+# free one of the machine's range, which jobs of other tests running at the
+# same time may hold: this suite's jobs get a range of their own (one uid:
+# they run one at a time).
+OWN_UID=$((1879048192 + 1048576 + RANDOM * 32 + RANDOM % 32))
+overlay_config() {
+  user_config '[sandbox]' "uid = $OWN_UID" 'uid_count = 1' "$@"
+}
+
 # pristine_entries: the pristine checkouts of the current repository.
 pristine_entries() {
   local common
@@ -23,6 +32,7 @@ pristine_dir() {
 test_a_job_works_in_an_overlay_of_the_pristine_checkout() {
   new_repo repo
   cd repo
+  overlay_config
   local base
   base="$(git rev-parse HEAD)"
   run_job -m "edit" --command 'test -z "$(git status --porcelain)" || { git status --porcelain; exit 9; }
@@ -48,6 +58,7 @@ echo more >>README; rm src/main.c; mkdir -p new/dir; echo n >new/dir/file; chmod
 test_the_second_job_on_a_base_reuses_the_pristine_checkout() {
   new_repo repo
   cd repo
+  overlay_config
   run_job -m "first" --command 'echo one >one'
   assert_eq "$RUN_CODE" 0 "exit code of the first job"
   local first="$JOB" entry tree_inode index_inode
@@ -67,6 +78,7 @@ test_the_second_job_on_a_base_reuses_the_pristine_checkout() {
 test_discarding_the_last_job_on_a_base_removes_its_pristine_checkout() {
   new_repo repo
   cd repo
+  overlay_config
   run_job -m "first" --command 'echo one >one'
   local first="$JOB"
   run_job -m "second" --command 'echo two >two'
@@ -81,7 +93,8 @@ test_discarding_the_last_job_on_a_base_removes_its_pristine_checkout() {
 test_work_tree_checkout_gives_a_checkout_of_its_own() {
   new_repo repo
   cd repo
-  user_config '[sandbox]' 'work_tree = "checkout"'
+  overlay_config
+  overlay_config 'work_tree = "checkout"'
   run_job -m "edit" --command 'echo more >>README'
   assert_eq "$RUN_CODE" 0 "exit code of the job"
   local dir
@@ -96,7 +109,8 @@ test_work_tree_checkout_gives_a_checkout_of_its_own() {
 test_a_bad_work_tree_value_is_refused() {
   new_repo repo
   cd repo
-  user_config '[sandbox]' 'work_tree = "fast"'
+  overlay_config
+  overlay_config 'work_tree = "fast"'
   expect_exit 2 git mullet run -m x --command true
   assert_contains "$ERR" "work_tree"
 }
@@ -104,12 +118,13 @@ test_a_bad_work_tree_value_is_refused() {
 test_dry_run_and_doctor_say_which_work_tree() {
   new_repo repo
   cd repo
+  overlay_config
   expect_exit 0 git mullet run --dry-run -m x --command true
   assert_contains "$OUT" "work tree:   an overlay of the base's pristine checkout"
   assert_contains "$OUT" "overlay:"
   expect_exit 0 git mullet doctor
   assert_contains "$OUT" "an overlay of the base's pristine checkout"
-  user_config '[sandbox]' 'work_tree = "checkout"'
+  overlay_config 'work_tree = "checkout"'
   expect_exit 0 git mullet run --dry-run -m x --command true
   assert_contains "$OUT" 'work tree:   a checkout of its own: [sandbox] work_tree = "checkout"'
   assert_not_contains "$OUT" "overlay:"
@@ -118,6 +133,7 @@ test_dry_run_and_doctor_say_which_work_tree() {
 test_setup_dependency_dirs_are_bound_from_the_upper_dir() {
   new_repo repo
   cd repo
+  overlay_config
   printf '[run]\nsetup = "mkdir node_modules && echo dep >node_modules/dep"\n' >.mullet.toml
   git add .mullet.toml
   git commit -qm "setup"
@@ -132,6 +148,7 @@ test_setup_dependency_dirs_are_bound_from_the_upper_dir() {
 test_a_job_continued_beyond_its_base_gets_a_checkout_of_its_own() {
   new_repo repo
   cd repo
+  overlay_config
   run_job -m "first" --command 'echo one >>README'
   assert_eq "$RUN_CODE" 0 "exit code of the first run"
   local dir

@@ -35,7 +35,13 @@ for top, dirs, files in os.walk(root):
 EOF
 }
 
+# As root, a job's pristine checkout belongs to its sandbox uid, the first
+# free one of the machine's range, which jobs of other tests running at the
+# same time may hold: this suite's jobs get a range of their own.
+OWN_UID=$((1879048192 + 2097152 + RANDOM * 32 + RANDOM % 32))
+
 base_repo() {
+  sec_config '[sandbox]' "uid = $OWN_UID" "uid_count = ${1:-1}"
   new_repo repo
   cd repo
   mkdir -p deep/a/b keep docs
@@ -137,7 +143,8 @@ finish"
 }
 
 test_another_jobs_upper_dir_is_out_of_reach_while_it_runs() {
-  base_repo
+  # Two jobs at once: two uids.
+  base_repo 2
   local secret
   secret="$(sec_secret)"
   # A job that keeps running until told (through its home, a plain bind),
