@@ -111,10 +111,17 @@ void remove_unclaimed_pristines(const Repository& repo, const std::string& jobs_
   if (!util::is_directory(pristine)) return;
   const PristineLock lock(common);
   std::set<std::string> claimed;
+  const auto note_claim = [&](const std::string& dir) {
+    if (const auto name = util::read_file_if_exists(dir + "/" + claim_file)) claimed.insert(util::trim(*name));
+  };
   util::DirectoryReader jobs(AT_FDCWD, jobs_dir);
   for (const auto& job : jobs.read_all()) {
-    const auto name = util::read_file_if_exists(jobs_dir + "/" + job.name + "/" + claim_file);
-    if (name) claimed.insert(util::trim(*name));
+    // A job's claim, and its nodes' (<job>/nodes/<n>/, each a clone of its own).
+    const std::string job_dir = jobs_dir + "/" + job.name;
+    note_claim(job_dir);
+    if (!util::is_directory(job_dir + "/nodes")) continue;
+    util::DirectoryReader nodes(AT_FDCWD, job_dir + "/nodes");
+    for (const auto& node : nodes.read_all()) note_claim(job_dir + "/nodes/" + node.name);
   }
   util::DirectoryReader entries(AT_FDCWD, pristine);
   for (const auto& found : entries.read_all()) {

@@ -9,10 +9,10 @@
 // `building-XXXXXX` directory renamed into place (one rename wins a race);
 // never changed afterwards, never bound into a sandbox.
 //
-// Which jobs use an entry is a file `pristine` in each job's directory,
-// naming it. Claiming (writing that file) and removing unused entries take
-// one flock, so a job that starts on an entry while the last job using it
-// is discarded either keeps it or builds it again.
+// Which jobs use an entry is a file `pristine` in each job's directory (or
+// each of its nodes' directories, <job>/nodes/<n>/), naming it. Claiming (writing that file) and removing unused
+// entries take one flock, so a job that starts on an entry while the last job using it is discarded either keeps it or
+// builds it again.
 #pragma once
 
 #include <sys/types.h>

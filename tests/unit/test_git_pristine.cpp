@@ -60,6 +60,17 @@ TEST_CASE("a pristine checkout is built once, claimed per job, and removed with 
     CHECK_FALSE(mullet::util::exists(first.entry));
   }
 
+  SUBCASE("a node's claim (<job>/nodes/<n>/pristine) keeps it too") {
+    mullet::util::make_dirs(jobs + "/b/nodes/2", 0700);
+    mullet::git::claim_pristine(repo, base, ::geteuid(), jobs + "/b/nodes/2", "/mullet/git");
+    mullet::util::remove_tree(jobs + "/a");
+    mullet::git::remove_unclaimed_pristines(repo, jobs);
+    CHECK(mullet::util::exists(first.tree));
+    mullet::util::remove_tree(jobs + "/b");
+    mullet::git::remove_unclaimed_pristines(repo, jobs);
+    CHECK_FALSE(mullet::util::exists(first.entry));
+  }
+
   SUBCASE("an entry that is a symlink is refused") {
     const std::string elsewhere = scratch / "elsewhere";
     fs::rename(first.entry, elsewhere);
