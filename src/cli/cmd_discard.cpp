@@ -6,6 +6,7 @@
 #include <set>
 
 #include "cli/commands.hpp"
+#include "git/pristine.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
 #include "jobs/store.hpp"
@@ -73,6 +74,8 @@ std::uint64_t discard_one(const git::Repository& repo, jobs::JobStore& store, co
   const std::string root = jobs::job_paths(repo, id).root;
   const std::uint64_t held = util::exists(root) ? util::disk_usage(root) : 0;
   util::remove_tree(root);
+  // The last job on a base takes its pristine checkout along.
+  git::remove_unclaimed_pristines(repo, jobs::jobs_directory(repo));
   // The runner we stopped may have written its last record meanwhile.
   for (int attempt = 0; attempt < 20; ++attempt) {
     const auto current = store.ref_target(id);

@@ -14,6 +14,7 @@
 #include "jobs/api_access.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/slots.hpp"
+#include "jobs/workspace.hpp"
 #include "sandbox/doctor.hpp"
 #include "util/error.hpp"
 #include "util/process.hpp"
@@ -94,6 +95,21 @@ sandbox::Check opencode_check(const config::Settings& settings, const std::strin
 }
 
 // As root, which host uids jobs' sandboxes run as.
+// Whether jobs here get an overlay of a shared pristine checkout or a
+// checkout of their own, and why (probed as a job would).
+sandbox::Check work_tree_check(const config::Settings& settings, const git::Repository* repo) {
+  sandbox::Check check{"work tree", true, false, {}, {}};
+  if (repo == nullptr) {
+    check.detail = "outside a repository: not probed";
+    return check;
+  }
+  const jobs::WorkTreeChoice choice = jobs::choose_work_tree(*repo, settings);
+  check.detail = choice.why;
+  check.ok = choice.overlay || settings.sandbox.work_tree == config::WorkTree::checkout;
+  if (!check.ok) check.fix = "jobs still run, each with a full checkout (slower to start, more disk)";
+  return check;
+}
+
 std::optional<sandbox::Check> sandbox_user_check(const config::SandboxSettings& sandbox,
                                                  std::optional<uid_t>& probe_uid) {
   if (::geteuid() != 0) return std::nullopt;
@@ -129,6 +145,7 @@ int doctor(bool json) {
   const auto user_check = sandbox_user_check(settings.sandbox, probe_uid);
   auto checks = sandbox::run_doctor_checks(probe_uid);
   if (user_check) checks.push_back(*user_check);
+  checks.push_back(work_tree_check(settings, repo ? &*repo : nullptr));
   checks.push_back(claude_check(settings, repo ? jobs::jobs_directory(*repo) : std::string()));
   checks.push_back(opencode_check(settings, repo ? jobs::jobs_directory(*repo) : std::string()));
 

@@ -163,6 +163,12 @@ const std::vector<KeySpec>& schema() {
        "what of the repository's objects sandboxes can read: base (the base commit and its history), none (the base "
        "commit and its files only), all (every object: other branches, tags, stashes, reflogs, unreachable objects)",
        [](Settings& settings, const Value& value) { settings.sandbox.history = history_of(value); }},
+      {"sandbox.work_tree", Kind::string, RepoRule::user_only, std::string("auto"), text(name_bytes),
+       "how a job's work tree is made: auto (an overlay of the base's pristine checkout, shared by the jobs on that "
+       "base, where the kernel allows it, else a checkout of its own), checkout (always a checkout of its own)",
+       [](Settings& settings, const Value& value) {
+         settings.sandbox.work_tree = text_of(value) == "checkout" ? WorkTree::checkout : WorkTree::automatic;
+       }},
       // 0x70000000: far above users, system services and the container ranges
       // (systemd leaves 0x70000000..0x7ffdffff unassigned). 0 is root and
       // 2^32-1 is (uid_t)-1, "no change" to setresuid; jobs/slots.cpp checks
@@ -413,6 +419,10 @@ std::string validate(const KeySpec& spec, const Value& value) {
     if (name != "claude" && name != "opencode" && name != "command") {
       return "unknown executor '" + name + "' (known: claude, opencode, command)";
     }
+  }
+  if (key == "sandbox.work_tree") {
+    const auto& word = std::get<std::string>(value);
+    if (word != "auto" && word != "checkout") return "must be auto or checkout (not '" + word + "')";
   }
   if (key == "sandbox.env") {
     for (const auto& name : std::get<std::vector<std::string>>(value)) {

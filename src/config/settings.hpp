@@ -56,11 +56,17 @@ struct RunSettings {
 enum class History { all, base, none };
 std::string_view history_name(History history);
 
+// How a job's work tree is made (`[sandbox] work_tree`): an overlay of the
+// base's shared pristine checkout where the kernel allows one, else a
+// checkout of its own; or always a checkout of its own.
+enum class WorkTree { automatic, checkout };
+
 struct SandboxSettings {
   std::vector<std::string> env;  // extra variable names let in
   uid_t uid = 0;                 // as root: the first host uid of the sandboxes' range
   std::uint32_t uid_count = 0;
   History history = History::base;
+  WorkTree work_tree = WorkTree::automatic;
   bool operator==(const SandboxSettings&) const = default;
 };
 

@@ -27,16 +27,6 @@ std::string bases_dir(const Repository& repo) {
   return util::real_path(repo.common_dir()) + "/mullet/bases";
 }
 
-// A directory of ours: not a symlink, owned by the user running git-mullet.
-void check_directory_of_ours(const std::string& path, const std::string& entry) {
-  struct stat info {};
-  const bool ours = ::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode) && info.st_uid == ::geteuid();
-  if (!ours) {
-    throw refused_error(path + " is not a directory of the user running git-mullet",
-                        "it is a cache of the base's objects; remove " + entry + " and the next job builds it again");
-  }
-}
-
 // An entry some job renamed into place: ours, and holding a pack.
 void check_entry(const std::string& entry) {
   for (const char* part : {"", "/objects", "/objects/pack"}) check_directory_of_ours(entry + part, entry);
@@ -88,6 +78,15 @@ void open_for_sandboxes(const std::string& entry) {
 }
 
 }  // namespace
+
+void check_directory_of_ours(const std::string& path, const std::string& entry) {
+  struct stat info {};
+  const bool ours = ::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode) && info.st_uid == ::geteuid();
+  if (!ours) {
+    throw refused_error(path + " is not a directory of the user running git-mullet",
+                        "it is a cache of the base; remove " + entry + " and the next job builds it again");
+  }
+}
 
 std::string base_objects_entry_name(const git_oid& base, BaseHistory history) {
   return oid_to_string(base) + (history == BaseHistory::ancestry ? "-base" : "-none");

@@ -33,6 +33,10 @@ struct BaseObjects {
   std::string shallow;
 };
 
+// Refuses (exit 3) unless `path` is a directory, not a symlink, owned by the
+// user running git-mullet; `entry` is what the hint says to remove.
+void check_directory_of_ours(const std::string& path, const std::string& entry);
+
 // The entry's name below mullet/bases/: "<base>-base" or "<base>-none".
 std::string base_objects_entry_name(const git_oid& base, BaseHistory history);
 // Where the entry for `base` is or will be, without looking.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include <spdlog/spdlog.h>
+
 #include "jobs/gates.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/phases.hpp"
@@ -34,7 +36,9 @@ class JobRun {
     make_private_job_dir(m_job.repo, m_record.id, m_paths.below);
     if (!util::exists(m_paths.empty_file)) util::write_file(m_paths.empty_file, "", 0444);
     m_objects = prepare_sandbox_objects(m_job.repo, m_settings.sandbox.history, git::oid_from_string(m_record.base));
-    make_sandbox_clone(m_job.repo, start, worker_dirs(m_paths), m_job.sandbox_uid, m_objects);
+    const WorkTreeChoice choice = choose_work_tree(m_job.repo, m_settings);
+    spdlog::debug("job {}: the work tree is {}", m_record.id, choice.why);
+    m_dirs = make_worker_tree(m_job.repo, start, m_paths, m_job.sandbox_uid, m_objects, choice.overlay);
     PhaseRunner phases(m_settings, m_paths, m_objects, m_job.request.show_worker_output, m_job.sandbox_uid);
     m_phases = &phases;
 
@@ -135,15 +139,15 @@ class JobRun {
   }
 
   bool run_setup() {
-    const auto before = existing_top_level_dirs(m_paths, m_settings.run.dependency_dirs);
+    const auto before = existing_top_level_dirs(m_dirs, m_settings.run.dependency_dirs);
     PhaseSpec setup = setup_phase(m_settings);
     clip_to_job(setup);
     m_headers = true;
     entering(setup, "setup", 0);
     setup.uploaded_before = uploaded();
-    const auto [run, phase] = m_phases->run(setup, worker_dirs(m_paths));
+    const auto [run, phase] = m_phases->run(setup, m_dirs);
     m_record.phases.push_back(phase);
-    for (const auto& dir : existing_top_level_dirs(m_paths, m_settings.run.dependency_dirs)) {
+    for (const auto& dir : existing_top_level_dirs(m_dirs, m_settings.run.dependency_dirs)) {
       if (std::find(before.begin(), before.end(), dir) == before.end()) m_dependency_dirs.push_back(dir);
     }
     const bool by_itself = sandbox::ended_by_itself(run.ended_by);
@@ -187,7 +191,7 @@ class JobRun {
       finish(JobState::failed, m_record.attempts.back().error, "raise [limits] egress_mb to let it send more");
       return Verdict::stop;
     }
-    for (auto& mount : read_only_mounts(m_paths, m_dependency_dirs)) worker.mounts.push_back(mount);
+    for (auto& mount : read_only_mounts(m_dirs, m_dependency_dirs)) worker.mounts.push_back(mount);
     entering(worker, "worker", number);
     // With the credential endpoint metering what was really spent, the
     // worker's own estimate no longer stops it (it would race the figure the
@@ -197,7 +201,7 @@ class JobRun {
     const auto session = m_job.executor.start_session(spec, m_job.request.show_worker_output,
                                                       {m_settings.limits.turns, estimated_cost_limit});
     worker.session = session.get();
-    auto [run, phase] = m_phases->run(worker, worker_dirs(m_paths));
+    auto [run, phase] = m_phases->run(worker, m_dirs);
     if (number > 1) phase.name += " (attempt " + std::to_string(number) + ")";
     if (phase.api.is_object()) {
       m_record.cost_usd = m_record.cost_usd.value_or(0) + phase.api["totals"].value("cost_usd", 0.0);
@@ -212,7 +216,7 @@ class JobRun {
     // The result commit's Mullet-Model: the model asked for ([claude] model,
     // [opencode] model, --model), else the one the worker said it used.
     const std::string model = !m_record.executor.model.empty() ? m_record.executor.model : m_record.report.model;
-    const git_oid commit = snapshot_attempt(m_job.repo, m_paths, m_record, number, parent, m_dependency_dirs,
+    const git_oid commit = snapshot_attempt(m_job.repo, m_dirs, m_record, number, parent, m_dependency_dirs,
                                             m_settings.limits.file_mb.bytes(), model);
     save();
     AttemptRecord& attempt = m_record.attempts.back();
@@ -246,7 +250,11 @@ class JobRun {
   // the worker's own sandbox but without network: anything but ours refuses
   // the job before the worker starts (as Claude Code's init event does).
   bool passes_preflight(const executors::WorkerSpec& spec, const PhaseSpec& worker) {
-    if (const std::string why = m_job.executor.check_work_tree(worker_dirs(m_paths).work_tree); !why.empty()) {
+    // An overlay's merged view: what its upper dir has (a whiteout there
+    // stands for a name the pristine tree has), then the pristine tree.
+    std::string why = m_job.executor.check_work_tree(written_tree(m_dirs));
+    if (why.empty() && m_dirs.overlay) why = m_job.executor.check_work_tree(m_dirs.overlay->lower);
+    if (!why.empty()) {
       m_record.attempts.back().error = m_job.executor.name() + " cannot run here: " + why;
       finish(JobState::refused, m_record.attempts.back().error,
              "remove it from the base commit (or from the work tree, if an earlier attempt wrote it), or use "
@@ -270,7 +278,7 @@ class JobRun {
       preflight.wall_limit = preflight_limit;
       preflight.wall_is_job_limit = false;
     }
-    const auto [run, phase] = m_phases->run(preflight, worker_dirs(m_paths));
+    const auto [run, phase] = m_phases->run(preflight, m_dirs);
     m_record.phases.push_back(phase);
     AttemptRecord& attempt = m_record.attempts.back();
     if (run.ended_by == StopReason::cancelled || run.ended_by == StopReason::refused) {
@@ -331,7 +339,7 @@ class JobRun {
     clip_to_job(phase);
     entering(phase, "gate:" + gate.name, m_record.attempts.back().number);
     // The dependencies setup installed, read-only, as the worker saw them.
-    for (auto& mount : read_only_mounts(m_paths, m_dependency_dirs)) phase.mounts.push_back(mount);
+    for (auto& mount : read_only_mounts(m_dirs, m_dependency_dirs)) phase.mounts.push_back(mount);
     const auto [run, record] = m_phases->run(phase, dirs);
     m_record.phases.push_back(record);
     util::remove_tree(m_paths.gate);
@@ -344,6 +352,7 @@ class JobRun {
   JobPaths m_paths;
   std::int64_t m_started;
   SandboxObjects m_objects;
+  SandboxDirs m_dirs;
   PhaseRunner* m_phases = nullptr;
   std::vector<std::string> m_dependency_dirs;
   std::string m_hint;

@@ -11,6 +11,7 @@
 #include "jobs/phases.hpp"
 #include "jobs/sandbox_objects.hpp"
 #include "jobs/slots.hpp"
+#include "jobs/workspace.hpp"
 
 namespace mullet::jobs {
 std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::Settings& settings,
@@ -27,11 +28,13 @@ std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::
     if (node > 0) phase.env["MULLET_NODE"] = std::to_string(node);
     return phase;
   };
-  const SandboxDirs dirs = worker_dirs(paths);
   const SandboxObjects objects = planned_sandbox_objects(repo, settings.sandbox.history, base);
+  const WorkTreeChoice choice = choose_work_tree(repo, settings);
   const std::string socket_placeholder = "/tmp/mullet-proxy-XXXXXX/proxy.sock";
   const std::optional<UidRange> uids =
       ::geteuid() == 0 ? std::optional<UidRange>(sandbox_uid_range(settings.sandbox)) : std::nullopt;
+  const SandboxDirs dirs =
+      planned_worker_dirs(repo, paths, base, uids ? std::optional<uid_t>(uids->first) : std::nullopt, choice.overlay);
   std::vector<sandbox::Plan> plans;
   if (!settings.run.setup.empty()) {
     const auto setup = numbered(setup_phase(settings));
@@ -45,6 +48,7 @@ std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::
   }
   plans.push_back(plan_for(settings, paths, dirs, objects, worker, worker.grants.empty() ? "" : socket_placeholder,
                            "/tmp/mullet-proxy-XXXXXX/api.sock", uids));
+  for (auto& plan : plans) plan.work_tree_note = choice.why;
   for (const auto& gate : job_gates(settings, extra_gates)) {
     plans.push_back(
         plan_for(settings, paths, gate_dirs(paths), objects, numbered(gate_phase(settings, gate)), "", "", uids));

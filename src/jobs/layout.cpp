@@ -15,6 +15,8 @@ JobPaths paths_below(const std::string& root) {
   paths.root = root;
   paths.git_dir = paths.root + "/git";
   paths.work_tree = paths.root + "/work";
+  paths.upper = paths.root + "/upper";
+  paths.overlay_work = paths.root + "/overlay-work";
   paths.home = paths.root + "/home";
   paths.worker_log = paths.root + "/worker.log";
   paths.events_log = paths.root + "/events.jsonl";
@@ -37,11 +39,15 @@ JobPaths node_paths(const git::Repository& repo, const std::string& id, int numb
 }
 
 SandboxDirs worker_dirs(const JobPaths& paths) {
-  return {paths.work_tree, paths.git_dir, paths.home};
+  return {paths.work_tree, paths.git_dir, paths.home, std::nullopt, {}};
+}
+
+std::string written_tree(const SandboxDirs& dirs) {
+  return dirs.overlay ? dirs.overlay->upper : dirs.work_tree;
 }
 
 SandboxDirs gate_dirs(const JobPaths& paths) {
-  return {paths.gate + "/work", paths.gate + "/git", paths.gate + "/home"};
+  return {paths.gate + "/work", paths.gate + "/git", paths.gate + "/home", std::nullopt, {}};
 }
 
 }  // namespace mullet::jobs

@@ -3,9 +3,11 @@
 // they can be bound into a sandbox (which refuses symlinks).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "git/repository.hpp"
+#include "sandbox/plan.hpp"
 
 namespace mullet::jobs {
 
@@ -13,7 +15,9 @@ struct JobPaths {
   std::string root;            // the job's directory, or its node's
   std::string below;           // root relative to the job's directory: "" or "nodes/<N>"
   std::string git_dir;         // the clone's git dir (read-only inside)
-  std::string work_tree;       // the clone's work tree (writable inside)
+  std::string work_tree;       // the clone's work tree (writable inside); an overlay's mount point
+  std::string upper;           // an overlaid work tree's changes (its upper dir)
+  std::string overlay_work;    // overlayfs's scratch dir beside it
   std::string home;            // the sandbox's private HOME
   std::string worker_log;      // the worker's output while it runs
   std::string events_log;      // the worker's event stream, for executors that have one
@@ -27,7 +31,18 @@ struct SandboxDirs {
   std::string work_tree;
   std::string git_dir;
   std::string home;
+  // Set when work_tree is the mount point of an overlay of a pristine
+  // checkout (git/pristine.hpp): the host then sees the work tree only
+  // through its layers.
+  std::optional<sandbox::Overlay> overlay;
+  // The opaque-directory xattr that overlay uses (root: trusted.*, a user
+  // namespace: user.*).
+  std::string opaque_xattr;
 };
+
+// Where the host finds what a sandbox wrote to the work tree: the overlay's
+// upper dir, or the work tree itself.
+std::string written_tree(const SandboxDirs& dirs);
 
 std::string jobs_directory(const git::Repository& repo);
 JobPaths job_paths(const git::Repository& repo, const std::string& id);

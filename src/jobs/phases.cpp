@@ -120,6 +120,7 @@ sandbox::Plan plan_for(const config::Settings& settings, const JobPaths& paths, 
   sandbox::PolicyInputs in;
   in.phase = phase.name;
   in.work_tree = dirs.work_tree;
+  in.work_tree_overlay = dirs.overlay;
   in.clone_git_dir = dirs.git_dir;
   in.objects_dir = objects.objects_dir;
   in.history = std::string(config::history_name(objects.history));
@@ -370,7 +371,7 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
   // host, nosuid does not apply: a setuid copy of a shell would let any user
   // who reaches the file become the sandbox's uid.
   const auto strip = [&] {
-    util::strip_unsafe_modes(dirs.work_tree);
+    util::strip_unsafe_modes(written_tree(dirs));
     util::strip_unsafe_modes(dirs.home);
   };
   sandbox::RunResult result;

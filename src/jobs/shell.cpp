@@ -22,16 +22,13 @@ namespace {
 // still where the shell found it.
 void record_shell_tree(const git::Repository& repo, const config::Settings& settings, const JobRecord& found,
                        const SandboxDirs& dirs, const git_oid& start, ShellOutcome& outcome) {
-  JobPaths paths = job_paths(repo, found.id);
-  paths.git_dir = dirs.git_dir;
-  paths.work_tree = dirs.work_tree;
   JobRecord draft = found;
   AttemptRecord attempt;
   attempt.number = draft.attempts.empty() ? 1 : draft.attempts.back().number + 1;
   attempt.kind = AttemptKind::shell;
   draft.attempts.push_back(attempt);
   const git_oid commit =
-      snapshot_attempt(repo, paths, draft, attempt.number, start, {}, settings.limits.file_mb.bytes());
+      snapshot_attempt(repo, dirs, draft, attempt.number, start, {}, settings.limits.file_mb.bytes());
   const git_oid tree = repo.tree_of(commit);
   const git_oid start_tree = repo.tree_of(start);
   if (git_oid_cmp(&tree, &start_tree) == 0) {
@@ -94,7 +91,8 @@ ShellOutcome open_shell(const git::Repository& repo, const config::Settings& set
   make_private_job_dir(repo, found.id);
   if (!util::exists(paths.empty_file)) util::write_file(paths.empty_file, "", 0444);
   const util::TempDir shell_dir(paths.root, "shell-");
-  const SandboxDirs dirs{shell_dir.path() + "/work", shell_dir.path() + "/git", shell_dir.path() + "/home"};
+  const SandboxDirs dirs{
+      shell_dir.path() + "/work", shell_dir.path() + "/git", shell_dir.path() + "/home", std::nullopt, {}};
   const SandboxObjects objects =
       prepare_sandbox_objects(repo, settings.sandbox.history, git::oid_from_string(found.base));
   const std::optional<uid_t> sandbox_uid = uids ? std::optional<uid_t>(uids->first) : std::nullopt;

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "git/snapshot.hpp"
+#include "git/upper_snapshot.hpp"
 #include "sandbox/plan.hpp"
 
 namespace mullet::jobs {
@@ -23,20 +24,24 @@ std::string snapshot_message(const JobRecord& record, int attempt, const std::st
 
 }  // namespace
 
-git_oid snapshot_attempt(const git::Repository& repo, const JobPaths& paths, JobRecord& record, int number,
+git_oid snapshot_attempt(const git::Repository& repo, const SandboxDirs& dirs, JobRecord& record, int number,
                          const git_oid& parent, const std::vector<std::string>& dependency_dirs,
                          std::uint64_t largest_file_bytes, const std::string& model) {
   const git_oid base = git::oid_from_string(record.base);
   const git_oid base_tree = repo.tree_of(base);
+  const git::SnapshotOptions options{dependency_dirs, base_tree, largest_file_bytes};
+  // The host never sees an overlay's merged view: its upper dir holds what
+  // the worker changed, the pristine checkout is the base's tree.
   const git::Snapshot snapshot =
-      git::take_snapshot(repo, {paths.git_dir, paths.work_tree}, {dependency_dirs, base_tree, largest_file_bytes});
+      dirs.overlay ? git::take_upper_snapshot(repo, base_tree, dirs.overlay->upper, dirs.opaque_xattr, options)
+                   : git::take_snapshot(repo, {dirs.git_dir, dirs.work_tree}, options);
   for (const auto& warning : snapshot.warnings) {
     if (std::find(record.snapshot_warnings.begin(), record.snapshot_warnings.end(), warning) ==
         record.snapshot_warnings.end()) {
       record.snapshot_warnings.push_back(warning);
     }
   }
-  git::reset_git_file(paths.work_tree, sandbox::inside::git_dir);
+  git::reset_git_file(written_tree(dirs), sandbox::inside::git_dir);
   spdlog::debug("snapshot of job {}: {} files unchanged since checkout, {} read", record.id, snapshot.files_reused,
                 snapshot.files_hashed);
   if (git_oid_cmp(&snapshot.tree, &base_tree) == 0) {

@@ -11,14 +11,15 @@
 
 namespace mullet::jobs {
 
-// Snapshots the clone's work tree as attempt `number`'s commit on top of
+// Snapshots the work tree of `dirs` (an overlay's: from its upper dir and
+// the base's tree, git::take_upper_snapshot) as attempt `number`'s commit on top of
 // `parent` (the previous attempt's, or the base), leaving out the dependency
 // directories setup created and files larger than `largest_file_bytes`.
 // Notes the commit and the snapshot's warnings in `record` (the caller saves
 // it). Returns the commit, or the base when the tree is still the base's.
 // The commit is the user's (git::user_identity) and carries the job's
 // trailers (git::result_trailers), `model` among them when not empty.
-git_oid snapshot_attempt(const git::Repository& repo, const JobPaths& paths, JobRecord& record, int number,
+git_oid snapshot_attempt(const git::Repository& repo, const SandboxDirs& dirs, JobRecord& record, int number,
                          const git_oid& parent, const std::vector<std::string>& dependency_dirs,
                          std::uint64_t largest_file_bytes, const std::string& model = {});
 

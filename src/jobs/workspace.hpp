@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "config/settings.hpp"
 #include "executors/executor.hpp"
 #include "git/repository.hpp"
 #include "jobs/layout.hpp"
@@ -29,14 +30,42 @@ void make_private_job_dir(const git::Repository& repo, const std::string& id, co
 void make_sandbox_clone(const git::Repository& repo, const git_oid& commit, const SandboxDirs& dirs,
                         std::optional<uid_t> sandbox_uid, const SandboxObjects& objects);
 
+// How a job's work tree is made: an overlay of the base's pristine checkout,
+// or a checkout of its own, and why.
+struct WorkTreeChoice {
+  bool overlay = false;
+  std::string why;
+};
+
+// `[sandbox] work_tree` ("checkout" forces a checkout of its own), then
+// whether this kernel mounts an overlay as the job would (probed in a
+// child, as root or in a user namespace of ours, over a scratch directory
+// in the common git dir, removed afterwards).
+WorkTreeChoice choose_work_tree(const git::Repository& repo, const config::Settings& settings);
+
+// The worker's directories, made ready: with `overlay` and `commit` the
+// base, an overlay of the base's pristine checkout (claimed for the job,
+// built by the first job on it) with an upper dir of its own and a git dir
+// whose index is the pristine's; otherwise (a resumed job's start beyond
+// the base) make_sandbox_clone's full checkout.
+SandboxDirs make_worker_tree(const git::Repository& repo, const git_oid& commit, const JobPaths& paths,
+                             std::optional<uid_t> sandbox_uid, const SandboxObjects& objects, bool overlay);
+
+// Where make_worker_tree would put them, building nothing (run --dry-run).
+SandboxDirs planned_worker_dirs(const git::Repository& repo, const JobPaths& paths, const git_oid& base,
+                                std::optional<uid_t> sandbox_uid, bool overlay);
+
 // The executor's generated files, read-only, where worker_phase binds them.
 void write_executor_files(const JobPaths& paths, const std::vector<executors::GeneratedFile>& files);
 
-// Which of `names` (dependency_dirs) are top-level directories of the work tree.
-std::vector<std::string> existing_top_level_dirs(const JobPaths& paths, const std::vector<std::string>& names);
+// Which of `names` (dependency_dirs) are top-level directories of the work
+// tree (an overlay's merged view: its upper dir, else the pristine tree
+// unless the upper dir deleted the name).
+std::vector<std::string> existing_top_level_dirs(const SandboxDirs& dirs, const std::vector<std::string>& names);
 
 // The dependency directories setup created, bound read-only over the work
-// tree for every later phase.
-std::vector<sandbox::Mount> read_only_mounts(const JobPaths& paths, const std::vector<std::string>& dirs);
+// tree for every later phase (from an overlay's upper dir, where setup wrote
+// them).
+std::vector<sandbox::Mount> read_only_mounts(const SandboxDirs& dirs, const std::vector<std::string>& names);
 
 }  // namespace mullet::jobs

@@ -57,6 +57,12 @@ nlohmann::json to_json(const Plan& plan) {
         {"disk_mb", plan.limits.disk_mb}}},
   };
   if (!plan.history.empty()) json["history"] = plan.history;
+  if (!plan.work_tree_note.empty()) json["work_tree"] = plan.work_tree_note;
+  if (plan.work_tree_overlay) {
+    json["work_tree_overlay"] = {{"lower", plan.work_tree_overlay->lower},
+                                 {"upper", plan.work_tree_overlay->upper},
+                                 {"work", plan.work_tree_overlay->work}};
+  }
   json["host_uid"] = plan.host_uid ? nlohmann::json(*plan.host_uid) : nlohmann::json();
   if (plan.host_uid && plan.host_uid_choices > 1) json["host_uid_choices"] = plan.host_uid_choices;
   json["syscall_filter"] = to_json(plan.syscall_filter);
@@ -94,6 +100,11 @@ std::string describe(const Plan& plan) {
       if (mount.destination == inside::objects) out << ", " << inside::objects << " <- " << mount.source;
     }
     out << "\n";
+  }
+  if (!plan.work_tree_note.empty()) out << "  work tree:   " << plan.work_tree_note << "\n";
+  if (plan.work_tree_overlay) {
+    out << "  overlay:     " << (plan.host_uid ? "mounted as root" : "mounted in a user namespace of ours")
+        << ", lower " << plan.work_tree_overlay->lower << ", changes in " << plan.work_tree_overlay->upper << "\n";
   }
   std::vector<std::string> env_names;
   for (const auto& [name, value] : plan.env) env_names.push_back(name);

@@ -81,6 +81,16 @@ struct Network {
   std::string api_upstream;
 };
 
+// The work tree as a kernel overlay (sandbox/overlay.hpp): mounted on the
+// source of the bind at inside::work_tree, in a mount namespace of ours, by
+// the child that becomes bwrap; the host never has it mounted.
+struct Overlay {
+  std::string lower;  // the pristine checkout: never bound, never writable from a sandbox
+  std::string upper;  // this sandbox's changes: what the host reads (snapshot, disk)
+  std::string work;   // overlayfs's scratch directory, beside upper
+  bool operator==(const Overlay&) const = default;
+};
+
 struct Plan {
   std::string phase;
   std::vector<Mount> mounts;  // applied in order
@@ -100,6 +110,11 @@ struct Plan {
   // store), "base" (what the base commit reaches) or "none" (the base commit
   // and its tree); empty where no repository is involved (doctor).
   std::string history;
+  // Set when the work tree is an overlay of a pristine checkout; mounted as
+  // root in the staging namespace, else in a user namespace of ours.
+  std::optional<Overlay> work_tree_overlay;
+  // What the work tree is and why (run --dry-run); empty: not said.
+  std::string work_tree_note;
   // Directories the wall check must find empty.
   std::vector<std::string> must_be_empty;
   // Directories the wall check must be unable to list or change.

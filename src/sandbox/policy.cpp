@@ -95,6 +95,7 @@ Plan build_plan(const PolicyInputs& in) {
   plan.feeds_stdin = in.feeds_stdin;
   plan.syscall_filter = syscall_filter(in.nested_sandbox);
   plan.history = in.history;
+  plan.work_tree_overlay = in.work_tree_overlay;
   plan.host_uid = in.host_uid;
   plan.host_gid = in.host_gid;
 

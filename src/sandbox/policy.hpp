@@ -19,6 +19,7 @@ struct RootEntry {
 struct PolicyInputs {
   std::string phase;
   std::string work_tree;                          // host path, writable inside
+  std::optional<Overlay> work_tree_overlay;       // set: work_tree is this overlay's mount point
   std::string clone_git_dir;                      // host path, read-only inside
   std::string objects_dir;                        // the objects the sandbox may read, read-only inside
   std::string history;                            // what they hold: all, base or none ([sandbox] history)

@@ -12,6 +12,7 @@
 
 #include "sandbox/bwrap.hpp"
 #include "sandbox/doctor.hpp"
+#include "sandbox/overlay.hpp"
 #include "sandbox/staging.hpp"
 #include "sandbox/syscall_filter.hpp"
 #include "sandbox/watchdogs.hpp"
@@ -139,10 +140,14 @@ std::uint64_t disk_limit_bytes(const Plan& plan) {
   return static_cast<std::uint64_t>(plan.limits.disk_mb) * 1024ULL * 1024ULL;
 }
 
+// What the sandbox can write to on the host: an overlaid work tree's writes
+// land in its upper dir (its mount point stays empty on the host).
 std::vector<std::string> writable_binds(const Plan& plan) {
   std::vector<std::string> writable;
   for (const auto& mount : plan.mounts) {
-    if (mount.kind == MountKind::writable_bind) writable.push_back(mount.source);
+    if (mount.kind != MountKind::writable_bind) continue;
+    const bool overlaid = plan.work_tree_overlay && mount.destination == inside::work_tree;
+    writable.push_back(overlaid ? plan.work_tree_overlay->upper : mount.source);
   }
   return writable;
 }
@@ -164,22 +169,48 @@ SandboxPipes make_sandbox_pipes(bool separate_errors) {
   return pipes;
 }
 
+// The index of the work tree's bind in plan.mounts.
+std::size_t work_tree_mount(const Plan& plan) {
+  for (std::size_t i = 0; i < plan.mounts.size(); ++i) {
+    if (plan.mounts[i].kind == MountKind::writable_bind && plan.mounts[i].destination == inside::work_tree) return i;
+  }
+  throw failure("internal error: a plan with an overlay has no work tree bind");
+}
+
+// What the child mounts before bwrap starts; must outlive the spawn.
+struct ChildMounts {
+  Staging staging;
+  std::optional<OverlayChild> overlay;
+};
+
 // How bwrap is started. Run as root, the binds are staged for the sandbox's
-// uid (`staged`, which must outlive the spawn, is filled for the child).
+// uid; an overlaid work tree is mounted in the child first (`mounts` is
+// filled for the child).
 util::SpawnOptions bwrap_options(const Plan& plan, const std::string& bwrap, OpenedBinds& binds,
-                                 const SandboxPipes& pipes, const UniqueFd* terminal, std::vector<StagedBind>& staged,
+                                 const SandboxPipes& pipes, const UniqueFd* terminal, ChildMounts& mounts,
                                  const UniqueFd& syscall_filter) {
   util::SpawnOptions options;
+  if (plan.work_tree_overlay) {
+    const std::size_t index = work_tree_mount(plan);
+    mounts.overlay =
+        prepare_overlay_child(*plan.work_tree_overlay, plan.mounts[index].source, /*user_namespace=*/!plan.host_uid);
+    mounts.overlay->work_tree_fd = binds.sources[index].fd;
+    if (!plan.host_uid) {
+      options.child_setup = overlay_in_user_namespace_child;
+      options.child_setup_data = &*mounts.overlay;
+    }
+  }
   if (plan.host_uid) {
     prepare_staging_mountpoint();
     for (std::size_t i = 0; i < binds.sources.size(); ++i) {
       auto& source = binds.sources[i];
       if (source.fd < 0) continue;
       source.staged_path = staged_path(i);
-      staged.push_back({plan.mounts[i].source, source.staged_path, source.is_directory, -1});
+      mounts.staging.binds.push_back({plan.mounts[i].source, source.staged_path, source.is_directory, -1});
     }
+    if (mounts.overlay) mounts.staging.overlay = &*mounts.overlay;
     options.child_setup = stage_binds_in_child;
-    options.child_setup_data = &staged;
+    options.child_setup_data = &mounts.staging;
   }
   options.argv = {bwrap};
   for (auto& word : bwrap_arguments(plan, binds.sources, pipes.report.write_end.get(), syscall_filter.get())) {
@@ -319,12 +350,12 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   const std::string bwrap = find_bwrap();
   OpenedBinds binds = open_bind_sources(plan);
   SandboxPipes pipes = make_sandbox_pipes(static_cast<bool>(io.on_error_output));
-  std::vector<StagedBind> staged;
+  ChildMounts mounts;
   if (plan.controlling_terminal && (io.terminal == nullptr || !*io.terminal)) {
     throw failure("internal error: a sandbox with a terminal was given none");
   }
   const UniqueFd syscall_filter = compile_syscall_filter(plan.syscall_filter);
-  const util::SpawnOptions options = bwrap_options(plan, bwrap, binds, pipes, io.terminal, staged, syscall_filter);
+  const util::SpawnOptions options = bwrap_options(plan, bwrap, binds, pipes, io.terminal, mounts, syscall_filter);
 
   const std::uint64_t shared_memory_at_start = host_shared_memory_bytes();
   const std::int64_t started = util::monotonic_ms();

@@ -30,9 +30,11 @@ std::string staged_path(std::size_t index) {
 }
 
 bool stage_binds_in_child(void* data) {
-  auto& binds = *static_cast<std::vector<StagedBind>*>(data);
+  auto& staging = *static_cast<Staging*>(data);
+  auto& binds = staging.binds;
   if (::unshare(CLONE_NEWNS) != 0) return false;
   if (::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return false;
+  if (staging.overlay != nullptr && !mount_overlay_in_child(*staging.overlay)) return false;
   // Open before the tmpfs goes on: nothing may be hidden by it, but the
   // descriptors must belong to this namespace.
   for (auto& bind : binds) {

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/overlay.hpp"
+
 namespace mullet::sandbox {
 
 struct StagedBind {
@@ -33,9 +35,15 @@ void prepare_staging_mountpoint();
 // The staged path for the n-th bind.
 std::string staged_path(std::size_t index);
 
+// What the child stages: the binds, and the work tree's overlay when there
+// is one, mounted on its source before the binds are opened.
+struct Staging {
+  std::vector<StagedBind> binds;
+  OverlayChild* overlay = nullptr;
+};
+
 // Runs in the forked child (root only) as SpawnOptions::child_setup, with a
-// std::vector<StagedBind>* as its data; allocates nothing. False with errno
-// set on failure.
+// Staging* as its data; allocates nothing. False with errno set on failure.
 bool stage_binds_in_child(void* binds);
 
 }  // namespace mullet::sandbox

@@ -197,7 +197,7 @@ test_sigint_and_sigterm_cancel_the_worker_and_keep_its_work() {
     target="${how#*:}"
     m="$(marker)"
     start_job -m "cancel with $how" --command "echo partial-$signal >partial.txt; echo ready; sleep $m"
-    wait_until 15 test -e "$(job_dir "$JOB")/work/partial.txt"
+    wait_until 15 job_has "$(job_dir "$JOB")" partial.txt
     wait_until 5 is_running "sleep $m"
     local sent=$SECONDS
     if [ "$target" = runner ]; then kill -s "$signal" "$RUNNER"; else kill -s "$signal" "$BG_PID"; fi
@@ -246,13 +246,13 @@ test_sigint_during_setup_never_runs_the_worker() {
   local m
   m="$(marker)"
   start_job -m "setup" --setup "echo s >setup-started; sleep $m" --command 'echo w >worker-ran.txt'
-  wait_until 15 test -e "$(job_dir "$JOB")/work/setup-started"
+  wait_until 15 job_has "$(job_dir "$JOB")" setup-started
   kill -INT "$RUNNER"
   finish_job 10
   assert_eq "$RUN_CODE" 1 "exit code"
   assert_eq "$(json_field "$JOB_JSON" state)" cancelled
   assert_eq "$(json_get "$JOB_JSON" '[.phases[] | [.name, .ended_by]]')" '[["setup","cancelled"]]' "phases"
-  assert_absent "$(job_dir "$JOB")/work/worker-ran.txt"
+  assert_absent "$(job_work "$(job_dir "$JOB")")/worker-ran.txt"
   no_process_left "sleep $m"
 }
 
@@ -268,7 +268,7 @@ test_sigkill_leaves_an_interrupted_job_that_resume_finishes() {
     "command = 'n=\$(cat counter 2>/dev/null || echo 0); n=\$((n + 1)); echo \$n >counter; echo run-\$n >>runs; printf %s \"\$MULLET_PROMPT\" >prompt-\$n.txt; if [ \$n -ge 2 ]; then echo hanging >hanging.txt; sleep $m; fi'" \
     'attempts = 2' '[[gate]]' 'name = "twice"' "command = 'test \$(cat counter) -ge 2'"
   start_job -m "count and hang"
-  wait_until 20 test -e "$(job_dir "$JOB")/work/hanging.txt"
+  wait_until 20 job_has "$(job_dir "$JOB")" hanging.txt
   wait_until 5 is_running "sleep $m"
   # A running job is not resumed.
   expect_exit 2 git mullet resume "$JOB"
@@ -349,7 +349,7 @@ test_resume_continues_a_cancelled_and_a_failed_job() {
   m="$(marker)"
   user_config '[run]' 'executor = "command"' "command = 'echo partial >partial.txt; sleep $m'"
   start_job -m "resume me"
-  wait_until 15 test -e "$(job_dir "$JOB")/work/partial.txt"
+  wait_until 15 job_has "$(job_dir "$JOB")" partial.txt
   kill -TERM "$RUNNER"
   finish_job 10
   assert_eq "$(json_field "$JOB_JSON" state)" cancelled
@@ -411,7 +411,7 @@ test_two_resumes_at_once_run_the_job_once() {
   m="$(marker)"
   user_config '[run]' 'executor = "command"' "command = 'echo started >started.txt; sleep $m'"
   start_job -m "contested"
-  wait_until 15 test -e "$(job_dir "$JOB")/work/started.txt"
+  wait_until 15 job_has "$(job_dir "$JOB")" started.txt
   kill -KILL "$RUNNER"
   no_process_left "sleep $m"
   finish_job 10
@@ -437,7 +437,7 @@ test_two_resumes_at_once_run_the_job_once() {
   wait_until 60 sh -c 'test -e ../a.code || test -e ../b.code'
   local first=a second=b
   if [ ! -e ../a.code ]; then first=b second=a; fi
-  wait_until 60 test -e "$(job_dir "$JOB")/work/runs.txt"
+  wait_until 60 job_has "$(job_dir "$JOB")" runs.txt
   touch "$go"
   wait_until 60 test -e "../$second.code"
   assert_eq "$(cat "../$first.code") $(cat "../$second.code")" "2 0" \

@@ -105,7 +105,7 @@ test_bash_runs_only_what_allow_bash_names() {
   result_lacks evil2
   result_lacks other
   local work
-  work="$(job_dir "$JOB")/work"
+  work="$(job_work "$(job_dir "$JOB")")"
   assert_exists "$work/ok"
   assert_absent "$work/evil"
   assert_absent "$work/evil2"
@@ -156,7 +156,7 @@ test_repository_hooks_and_mcp_servers_never_run() {
   local dir
   dir="$(job_dir "$JOB")"
   assert_eq "$(result_tree | grep -E '^(hook-|mcp-)' || true)" "" "markers in the result"
-  assert_eq "$(find "$dir/work" "$dir/home" "$m" -name 'hook-*' -o -name 'mcp-ran' | tr '\n' ' ')" "" "markers on the host"
+  assert_eq "$(find "$dir/work" "$dir/upper" "$dir/home" "$m" -name 'hook-*' -o -name 'mcp-ran' | tr '\n' ' ')" "" "markers on the host"
   # Claude Code started no MCP server and loaded only git-mullet's tools.
   local init
   init="$(init_event)"
@@ -354,7 +354,7 @@ test_without_socat_claude_codes_sandbox_is_required() {
   # touch ok never ran: no result, no ok in the work tree, and the model
   # never got a result for it (nothing was sent at all).
   assert_eq "$(json_field "$JOB_JSON" result)" null "result"
-  assert_absent "$(job_dir "$JOB")/work/ok"
+  assert_absent "$(job_work "$(job_dir "$JOB")")/ok"
   assert_eq "$(tool_results)" "" "tool results sent to the model"
   assert_eq "$(messages_requests)" 0 "requests to the API"
 }
@@ -531,7 +531,7 @@ echo '$result'"
   assert_contains "$(json_field "$JOB_JSON" error)" "permission mode is 'default'" "error"
   assert_eq "$(json_get "$JOB_JSON" '.phases[0].ended_by')" worker_refused "the worker phase's end"
   [ "$SECONDS_TAKEN" -lt 30 ] || fail "the refusal took ${SECONDS_TAKEN}s"
-  assert_absent "$(job_dir "$JOB")/work/woke-up"
+  assert_absent "$(job_work "$(job_dir "$JOB")")/woke-up"
   assert_eq "$(json_field "$JOB_JSON" result)" null "result"
   if pgrep -f "sleep $nap" >/dev/null; then fail "the fake Claude Code is still running: $(pgrep -af "sleep $nap")"; fi
   echo "    (wrong mode: ${SECONDS_TAKEN}s)"

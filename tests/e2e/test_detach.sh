@@ -103,7 +103,7 @@ test_wait_prints_output_and_events_as_they_appear() {
   new_repo repo
   cd repo
   discard_jobs_on_exit
-  detach -m "wait for go" --command 'echo started; while [ ! -e go ]; do sleep 0.1; done; echo after-go'
+  detach -m "wait for go" --command 'echo started; while [ ! -e "$HOME/go" ]; do sleep 0.1; done; echo after-go; echo after-go >after-go.txt'
   local dir
   dir="$(job_dir "$JOB")"
   git mullet wait "$JOB" >../wait.out 2>../wait.err &
@@ -118,7 +118,7 @@ test_wait_prints_output_and_events_as_they_appear() {
   wait_until 20 wait_has_read "$dir/events.jsonl"
   printf '%s\n' "${line:50}" >>"$dir/events.jsonl"
   wait_until 20 grep -q "hello from the model" ../wait.err
-  touch "$dir/work/go"
+  touch "$dir/home/go"
   local code=0
   wait "$waiter" || code=$?
   assert_eq "$code" 0 "wait's exit code (stderr: $(cat ../wait.err))"

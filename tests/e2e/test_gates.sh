@@ -215,7 +215,7 @@ test_a_gate_cannot_change_the_result_or_the_next_attempt() {
   seen="$(git cat-file blob "$result:seen-2.txt")"
   assert_not_contains "$seen" vandal "what attempt 2 saw"
   assert_contains "$seen" hello "what attempt 2 saw"
-  assert_absent "$(job_dir "$JOB")/work/vandal.txt"
+  assert_absent "$(job_work "$(job_dir "$JOB")")/vandal.txt"
   assert_eq "$(git rev-parse refs/heads/main)" "$base" "the user's branch"
 }
 
@@ -392,8 +392,8 @@ echo README: $(cat README)
   assert_contains "$report" "dep: dep-from-setup" "gate report"
   assert_not_contains "$report" "WROTE" "gate report"
   assert_not_contains "$report" "CREATED" "gate report"
-  assert_eq "$(cat "$(job_dir "$JOB")/work/node_modules/dep/index.js")" dep-from-setup "node_modules after the gate"
-  assert_absent "$(job_dir "$JOB")/work/node_modules/added"
+  assert_eq "$(cat "$(job_work "$(job_dir "$JOB")")/node_modules/dep/index.js")" dep-from-setup "node_modules after the gate"
+  assert_absent "$(job_work "$(job_dir "$JOB")")/node_modules/added"
   git cat-file -e "$result:node_modules" 2>/dev/null && fail "node_modules is in the result"
   return 0
 }

@@ -114,7 +114,7 @@ test_planted_git_config_hooks_and_filters_never_run() {
   expect_exit 0 git mullet log "$JOB"
   assert_contains "$OUT" planted
   local id="$JOB" work result
-  work="$(job_dir "$id")/work"
+  work="$(job_work "$(job_dir "$id")")"
   result="$(json_field "$JOB_JSON" result)"
   # The attack was planted as described (the worker did run), and once the
   # worker ended, git-mullet put back a .git file of its own, naming the git
@@ -180,7 +180,7 @@ test_a_real_git_dir_in_the_work_tree_is_ignored() {
   canary_absent_after "git mullet run"
   assert_eq "$(json_field "$JOB_JSON" state)" succeeded "the attacking job"
   local work
-  work="$(job_dir "$JOB")/work"
+  work="$(job_work "$(job_dir "$JOB")")"
   expect_exit 0 git mullet log "$JOB"
   assert_contains "$OUT" REPLACED-WITH-A-GIT-DIR "the worker's output"
   [ -f "$work/.git" ] || fail "git-mullet did not put back its own .git file"
@@ -206,7 +206,7 @@ test_the_left_over_work_tree_is_no_trap_for_plain_git() {
   run_job -m "plant traps" --command "$(plant_script "$CANARY")"
   assert_eq "$(json_field "$JOB_JSON" state)" succeeded "the attacking job"
   local work
-  work="$(job_dir "$JOB")/work"
+  work="$(job_work "$(job_dir "$JOB")")"
   [ -e "$work/changed.txt" ] || fail "no work tree left to look at"
   (cd "$work" && git status >/dev/null 2>&1; git diff >/dev/null 2>&1; git log -1 >/dev/null 2>&1) || true
   canary_absent_after "plain git status in the job's left-over work tree"

@@ -150,7 +150,7 @@ test_discard_removes_one_job_and_nothing_else() {
   gone_dir="$(job_dir "$gone")"
   kept_dir="$(job_dir "$kept")"
   [ -d "$gone_dir/work" ] || fail "no scratch directory to discard"
-  [ -L "$gone_dir/work/escape" ] || fail "the worker's symlink is missing"
+  [ -L "$(job_work "$gone_dir")/escape" ] || fail "the worker's symlink is missing"
   local before
   before="$(user_state)"
 

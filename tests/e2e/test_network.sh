@@ -675,7 +675,7 @@ listening_unix_paths() {
 
 # job_file NAME: NAME in the work tree of the (only) job running in this
 # repository, once it exists.
-job_file() { compgen -G ".git/mullet/jobs/*/work/$1" | head -n 1; }
+job_file() { compgen -G ".git/mullet/jobs/*/work/$1" || compgen -G ".git/mullet/jobs/*/upper/$1"; }
 
 # phase_processes PID: sets TREE (the processes under PID), BRIDGE (the
 # bridge among them) and SOCKET (the unix socket PID listens on).
@@ -719,14 +719,14 @@ test_nothing_is_left_running_or_listening() {
     --setup "python3 net.py linger setup-$mark </dev/null >/dev/null 2>&1
       python3 net.py connect tcp 127.0.0.1 $ECHO 100 >setup-report
       touch setup-started
-      python3 net.py wait setup-go 60 >>setup-report" \
+      python3 net.py wait \$HOME/setup-go 60 >>setup-report" \
     --command "python3 net.py linger $mark </dev/null >/dev/null 2>&1
       { python3 net.py direct 127.0.0.1 3128; python3 net.py connect tcp 127.0.0.1 $ECHO 100; } >report
       touch started
-      python3 net.py wait go 60 >>report" >../job.json 2>../job.err &
+      python3 net.py wait \$HOME/go 60 >>report" >../job.json 2>../job.err &
   local mullet=$!
   # Should this test fail half-way, the job is let go rather than left waiting.
-  trap 'stop_servers; for f in .git/mullet/jobs/*/work; do touch "$f/setup-go" "$f/go" 2>/dev/null || true; done
+  trap 'stop_servers; for f in .git/mullet/jobs/*/home; do touch "$f/setup-go" "$f/go" 2>/dev/null || true; done
     wait '"$mullet"' 2>/dev/null || true' EXIT
 
   # The setup phase: its processes, bridge and socket.
@@ -734,7 +734,7 @@ test_nothing_is_left_running_or_listening() {
   phase_processes "$mullet"
   local setup_tree="$TREE" setup_bridge="$BRIDGE" setup_socket="$SOCKET"
   assert_contains "$setup_tree" "net.py linger setup-$mark" "the setup's processes"
-  touch "$(dirname "$(job_file setup-started)")/setup-go"
+  touch "$(dirname "$(dirname "$(job_file setup-started)")")/home/setup-go"
 
   # The worker phase: setup's are all gone by now; its own are new.
   wait_until 60 job_file started
@@ -747,7 +747,7 @@ test_nothing_is_left_running_or_listening() {
   assert_contains "$worker_tree" "net.py linger $mark" "the worker's processes"
 
   # The end of the job.
-  touch "$(dirname "$(job_file started)")/go"
+  touch "$(dirname "$(dirname "$(job_file started)")")/home/go"
   local code=0
   wait "$mullet" || code=$?
   [ "$code" = 0 ] || fail "the job failed ($code): $(cat ../job.err)"
@@ -756,7 +756,7 @@ test_nothing_is_left_running_or_listening() {
   report="$(result_file report)"
   assert_contains "$report" "direct 127.0.0.1 3128 -> connected" "the bridge inside"
   assert_contains "$report" "connect tcp 127.0.0.1 $ECHO 100 -> ok 100" "the tunnel"
-  assert_contains "$report" "wait go 60 -> go" "the worker's end"
+  assert_contains "$report" "wait /mullet/home/go 60 -> go" "the worker's end"
   assert_contains "$(result_file setup-report)" "connect tcp 127.0.0.1 $ECHO 100 -> ok 100" "the setup's tunnel"
   # Nothing of the job is left: no process, no socket, no socket directory.
   assert_gone "$worker_tree"

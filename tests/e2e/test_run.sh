@@ -119,7 +119,7 @@ test_record_commit_links_base_and_result() {
   local dir
   dir="$(job_dir "$JOB")"
   for sub in git work home; do [ -d "$dir/$sub" ] || fail "$dir/$sub missing"; done
-  assert_eq "$(cat "$dir/work/new.txt")" new "work tree content"
+  assert_eq "$(cat "$(job_work "$dir")/new.txt")" new "work tree content"
 }
 
 test_same_size_rewrite_with_restored_mtime_is_seen() {
@@ -530,8 +530,8 @@ test_background_processes_do_not_outlive_the_worker() {
   no_process_left "sleep $m"
   local result
   result="$(json_field "$JOB_JSON" result)"
-  assert_absent "$(job_dir "$JOB")/work/late.txt"
-  assert_absent "$(job_dir "$JOB")/work/later.txt"
+  assert_absent "$(job_work "$(job_dir "$JOB")")/late.txt"
+  assert_absent "$(job_work "$(job_dir "$JOB")")/later.txt"
   assert_eq "$(git ls-tree --name-only "$result" | grep -c late)" 0 "late files in the result"
 }
 

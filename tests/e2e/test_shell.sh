@@ -107,7 +107,7 @@ test_the_tree_is_the_snapshot_not_the_live_work_tree() {
   one_job
   # What a worker could have left unsnapshotted in the job's work tree.
   local work
-  work="$(job_dir "$JOB")/work"
+  work="$(job_work "$(job_dir "$JOB")")"
   if [ -d "$work" ]; then
     echo planted >"$work/planted.txt"
   fi

@@ -277,7 +277,7 @@ test_with_no_allow_bash_there_is_no_bash_and_nothing_runs() {
   assert_contains "$(tool_result c0)" "No such tool available: Bash" "every Bash result"
   assert_eq "$(tool_results | jq -r 'select(.id | startswith("toolu_c")) | .id' | wc -l)" "$(wc -l <"$S/forms.txt")" \
     "results"
-  assert_absent "$(job_dir "$JOB")/work/ran-$TOKEN"
+  assert_absent "$(job_work "$(job_dir "$JOB")")/ran-$TOKEN"
   result_lacks "ran-$TOKEN"
 }
 
@@ -294,7 +294,7 @@ test_allow_bash_runs_what_it_names_and_no_read_only_command() {
     '["Bash","Edit","Glob","Grep","Read","StructuredOutput","Write"]' "init tools"
   # Exactly the allowed command ran.
   assert_eq "$(ran_commands "$S/forms.txt")" "touch ran-$TOKEN" "commands that ran"
-  assert_exists "$(job_dir "$JOB")/work/ran-$TOKEN"
+  assert_exists "$(job_work "$(job_dir "$JOB")")/ran-$TOKEN"
   result_has "ran-$TOKEN"
   # Not one read-only command printed the token.
   assert_not_contains "$(tool_results | jq -r .text)" "$TOKEN-in-work" "the tool results"

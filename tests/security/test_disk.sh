@@ -13,18 +13,19 @@ cleanup_job_data() {
   local dir
   dir="$(sec_job_dir)"
   case "$dir" in */mullet/jobs/?*) ;; *) return 0 ;; esac
-  chmod -R u+rwX "$dir/work" "$dir/home" 2>/dev/null
-  rm -rf "${dir:?}/work" "${dir:?}/home"
+  chmod -R u+rwX "$dir/work" "$dir/upper" "$dir/home" 2>/dev/null
+  rm -rf "${dir:?}/work" "${dir:?}/upper" "${dir:?}/home"
 }
 
-# usage_mib: what the job left on the host's disk, in its work tree and home.
+# usage_mib: what the job left on the host's disk, in its work tree (its
+# overlay's upper dir) and home.
 usage_mib() {
   local dir
   dir="$(sec_job_dir)"
   # The worker may have made directories unreadable (the user's du could
   # not count them).
-  chmod -R u+rwX "$dir/work" "$dir/home" 2>/dev/null
-  du -sm "$dir/work" "$dir/home" 2>/dev/null | awk '{s += $1} END {print s + 0}'
+  chmod -R u+rwX "$dir/work" "$dir/upper" "$dir/home" 2>/dev/null
+  du -sm "$dir/work" "$dir/upper" "$dir/home" 2>/dev/null | awk '{s += $1} END {print s + 0}'
 }
 
 # assert_stopped_by_disk_limit LIMIT_MIB: the disk limit stopped the job

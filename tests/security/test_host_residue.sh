@@ -81,17 +81,24 @@ finish"
   done
   local dir
   dir="$(sec_job_dir)"
-  assert_exists "$dir/work/suid-sh"
+  assert_exists "$(job_work "$dir")/suid-sh"
   assert_exists "$dir/home/home-suid-sh"
   if other_user; then
-    assert_other_user_fails "run the worker's setuid shell" "$dir/work/suid-sh" -p -c 'id -u'
+    assert_other_user_fails "run the worker's setuid shell" "$(job_work "$dir")/suid-sh" -p -c 'id -u'
     assert_other_user_fails "run the worker's setuid shell in its home" "$dir/home/home-suid-sh" -p -c 'id -u'
-    assert_other_user_fails "read the job's work tree" cat "$dir/work/README"
+    assert_other_user_fails "read the job's work tree" cat "$(job_work "$dir")/ran.marker"
+    if [ -d "$common/mullet/pristine" ]; then
+      assert_other_user_fails "read the base's pristine checkout" cat "$common"/mullet/pristine/*/tree/README
+    fi
     assert_other_user_fails "list the job's directory" ls "$dir"
     assert_other_user_fails "list the job's home" ls "$dir/home"
   fi
   assert_no_unsafe_bits "$dir"
   assert_private "$common/mullet" "$common/mullet/jobs" "$common/mullet/slots" "$dir"
+  if [ -d "$common/mullet/pristine" ]; then
+    assert_private "$common/mullet/pristine" "$common"/mullet/pristine/*-*
+    assert_no_unsafe_bits "$common/mullet/pristine"
+  fi
 }
 
 test_gate_checkout_is_private_while_the_gate_runs_and_keeps_no_bits() {
@@ -129,10 +136,10 @@ test_jobs_as_root_have_uids_of_their_own() {
   jobs="$(cd "$(git rev-parse --git-common-dir)" && pwd -P)/mullet/jobs"
   # Job B holds its sandbox until the test releases it (bounded).
   expect_exit 0 git mullet run --detach -m "job B" --command 'id -u >b-uid; echo b >b-file; touch b-started
-i=0; while [ ! -e release ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done'
+i=0; while [ ! -e "$HOME/release" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done'
   local job_b="$OUT" b_dir
   b_dir="$(sec_job_dir "$job_b")"
-  wait_until 60 test -e "$b_dir/work/b-started"
+  wait_until 60 job_has "$b_dir" b-started
   local uid_b
   uid_b="$(json_field "$(git mullet show --json "$job_b")" sandbox_uid)"
 
@@ -142,6 +149,7 @@ J='$jobs'
 B='$b_dir'
 id -u >a-uid; echo a >a-file
 try write-by-path sh -c 'echo a >\"\$0/work/planted-by-a\"' \"\$B\"
+try write-upper-by-path sh -c 'echo a >\"\$0/upper/planted-by-a\"' \"\$B\"
 try write-by-glob sh -c 'for d in \"\$0\"/*/work; do echo a >\"\$d/planted-by-a\" || exit 1; done; [ -d \"\$0\" ]' \"\$J\"
 try write-by-proc-root sh -c 'for r in /proc/[0-9]*/root; do echo a >\"\$r\$0/work/planted-by-a\" 2>/dev/null && exit 0; done; exit 1' \"\$B\"
 finish"
@@ -151,37 +159,38 @@ finish"
   uid_a="$(sec_jq 'd["sandbox_uid"]')"
   a_dir="$(sec_job_dir)"
   assert_absent "$b_dir/work/planted-by-a"
+  assert_absent "$b_dir/upper/planted-by-a"
 
   if [ "$(id -u)" -ne 0 ]; then
     # Not root: sandboxes run as the invoking user, and say so.
     assert_eq "$uid_a" null "job A's sandbox_uid"
     assert_eq "$uid_b" null "job B's sandbox_uid"
-    assert_eq "$(cat "$a_dir/work/a-uid")" "$(id -u)" "job A's uid inside"
+    assert_eq "$(cat "$(job_work "$a_dir")/a-uid")" "$(id -u)" "job A's uid inside"
   else
     # A process of A's uid on the host (what a setuid copy would have
     # given; the uid that owns what A wrote): not even from inside B's work
     # tree can it write there.
     local owner_a
-    owner_a="$(stat -c %u "$a_dir/work/a-file")"
-    if (cd "$b_dir/work" && setpriv --reuid="$owner_a" --regid="$owner_a" --clear-groups \
+    owner_a="$(stat -c %u "$(job_work "$a_dir")/a-file")"
+    if (cd "$(job_work "$b_dir")" && setpriv --reuid="$owner_a" --regid="$owner_a" --clear-groups \
       sh -c 'echo a >planted-on-host') 2>/dev/null; then
       fail "uid $owner_a (job A) wrote into job B's work tree"
     fi
-    if setpriv --reuid="$owner_a" --regid="$owner_a" --clear-groups ls "$b_dir/work" >/dev/null 2>&1; then
+    if setpriv --reuid="$owner_a" --regid="$owner_a" --clear-groups ls "$(job_work "$b_dir")" >/dev/null 2>&1; then
       fail "uid $owner_a (job A) listed job B's work tree by its path"
     fi
-    assert_absent "$b_dir/work/planted-on-host"
+    assert_absent "$(job_work "$b_dir")/planted-on-host"
     assert_matches "$uid_a" '^[0-9]+$' "job A's sandbox_uid"
     assert_matches "$uid_b" '^[0-9]+$' "job B's sandbox_uid"
     [ "$uid_a" != "$uid_b" ] || fail "jobs A and B both ran as uid $uid_a"
     [ "$uid_a" -ne 0 ] && [ "$uid_b" -ne 0 ] || fail "a sandbox ran as root"
-    assert_eq "$(cat "$a_dir/work/a-uid")" "$uid_a" "job A's uid inside"
-    assert_eq "$(cat "$b_dir/work/b-uid")" "$uid_b" "job B's uid inside"
-    assert_eq "$(stat -c '%u %g' "$a_dir/work/a-file")" "$uid_a $uid_a" "owner of job A's file"
-    assert_eq "$(stat -c '%u %g' "$b_dir/work/b-file")" "$uid_b $uid_b" "owner of job B's file"
+    assert_eq "$(cat "$(job_work "$a_dir")/a-uid")" "$uid_a" "job A's uid inside"
+    assert_eq "$(cat "$(job_work "$b_dir")/b-uid")" "$uid_b" "job B's uid inside"
+    assert_eq "$(stat -c '%u %g' "$(job_work "$a_dir")/a-file")" "$uid_a $uid_a" "owner of job A's file"
+    assert_eq "$(stat -c '%u %g' "$(job_work "$b_dir")/b-file")" "$uid_b $uid_b" "owner of job B's file"
   fi
 
-  touch "$b_dir/work/release"
+  touch "$b_dir/home/release"
   expect_exit 0 timeout 60 git mullet wait -q "$job_b"
   local result
   result="$(json_field "$(git mullet show --json "$job_b")" result)"

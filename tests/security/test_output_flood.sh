@@ -56,7 +56,7 @@ cleanup_job_data() {
   dir="$(sec_job_dir)"
   case "$dir" in */mullet/jobs/?*) ;; *) return 0 ;; esac
   chmod -R u+rwX "$dir" 2>/dev/null
-  rm -rf "${dir:?}/work" "${dir:?}/home" "${dir:?}/worker.log"
+  rm -rf "${dir:?}/work" "${dir:?}/upper" "${dir:?}/home" "${dir:?}/worker.log"
 }
 
 test_flood_on_stdout_and_stderr_is_capped_and_keeps_its_end() {

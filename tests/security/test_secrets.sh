@@ -49,15 +49,16 @@ test_read_other_jobs_clone_fails() {
   a_out="$PWD/../job-a.json"
   JOB_A_SECRET="$secret" timeout -k 5 60 git mullet run --json -q -m "job A" \
     --command 'printf "%s\n" "$JOB_A_SECRET" >a.secret; echo ready >ready.secret
-               n=0; while [ ! -e stop ] && [ $n -lt 400 ]; do sleep 0.1; n=$((n + 1)); done' >"$a_out" &
+               n=0; while [ ! -e "$HOME/stop" ] && [ $n -lt 400 ]; do sleep 0.1; n=$((n + 1)); done' >"$a_out" &
   a_pid=$!
-  trap 'touch '"'$PWD'"'/.git/mullet/jobs/*/work/stop 2>/dev/null; kill '"$a_pid"' 2>/dev/null' EXIT
+  trap 'touch '"'$PWD'"'/.git/mullet/jobs/*/home/stop 2>/dev/null; kill '"$a_pid"' 2>/dev/null' EXIT
   jobs="$(cd "$(git rev-parse --git-common-dir)" && pwd -P)/mullet/jobs"
   local deadline=$((SECONDS + 30))
   a_dir=""
   while [ -z "$a_dir" ]; do
     [ "$SECONDS" -lt "$deadline" ] || fail "job A never wrote its secret"
-    a_dir="$(dirname "$(ls "$jobs"/*/work/ready.secret 2>/dev/null | head -n 1)" 2>/dev/null)"
+    # Its work tree, or its overlay's upper dir (what the host sees of it).
+    a_dir="$(dirname "$(ls "$jobs"/*/work/ready.secret "$jobs"/*/upper/ready.secret 2>/dev/null | head -n 1)" 2>/dev/null)"
     [ "$a_dir" = . ] && a_dir=""
     sleep 0.1
   done
@@ -73,13 +74,14 @@ J='$jobs'
 try read-by-host-path cat \"\$A/a.secret\"
 try list-jobs-dir ls \"\$J\"
 try read-by-glob sh -c 'cat \"\$0\"/*/work/a.secret' \"\$J\"
+try read-upper-by-glob sh -c 'cat \"\$0\"/*/upper/a.secret' \"\$J\"
 try find-by-name sh -c 'f=\$(find / -path /proc -prune -o -path /sys -prune -o -path /usr -prune -o -name a.secret -print 2>/dev/null); [ -n \"\$f\" ] && cat \$f'
 try proc-root sh -c 'cat /proc/[0-9]*/root\"\$0\"/a.secret' \"\$A\"
 echo HUNT-START; hunt SECRET-; echo HUNT-END
 finish"
   # B ran while A was still running.
   kill -0 "$a_pid" 2>/dev/null || fail "job A ended before job B did its search; the test proves nothing"
-  touch "$a_dir/stop"
+  touch "$(dirname "$a_dir")/home/stop"
   wait "$a_pid" || true
   trap - EXIT
   sec_assert_all_denied
@@ -253,11 +255,11 @@ finish"
   links="$(printf '%s\n' "$LOG" | sed -n 's/^LINKS //p' | tail -n 1)"
   [ -n "$links" ] && [ "$links" -ge 3 ] || fail "the worker saw too few /proc links ($links) for the walk to mean anything"
   sec_assert_secret_nowhere "$token"
-  # Where the marker may be: the job's own work tree and home (through its
-  # own cwd). Anywhere else on the host is an escape.
+  # Where the marker may be: the job's own work tree (or its overlay's
+  # upper dir) and home (through its own cwd). Anywhere else on the host is an escape.
   local job escaped
   job="$(sec_job_dir)"
-  escaped="$( (find "$TEST_ROOT" -name "$m"; find /tmp "${TMPDIR:-/tmp}" -maxdepth 2 -name "$m") 2>/dev/null | grep -v "^$job/work/" | grep -v "^$job/home/" || true)"
+  escaped="$( (find "$TEST_ROOT" -name "$m"; find /tmp "${TMPDIR:-/tmp}" -maxdepth 2 -name "$m") 2>/dev/null | grep -v "^$job/work/" | grep -v "^$job/upper/" | grep -v "^$job/home/" || true)"
   [ -z "$escaped" ] || fail "the worker created files outside its clone through /proc: $escaped"
 }
 

@@ -90,7 +90,7 @@ TEST_CASE("a new Config holds the built-in defaults") {
   CHECK(settings.run.setup.empty());
   CHECK(settings.run.dependency_dirs == std::vector<std::string>{"node_modules", "vendor", ".venv", "target", "build"});
   CHECK(settings.sandbox.history == History::base);
-  CHECK(config.entries().size() == 34);
+  CHECK(config.entries().size() == 35);
   for (const auto& [key, entry] : config.entries()) {
     INFO(key);
     CHECK(entry.source == Source::built_in);
@@ -648,9 +648,10 @@ const std::vector<IntegerRange>& integer_ranges() {
 // Every string key and its cap in bytes.
 const std::vector<std::pair<const char*, std::size_t>>& string_caps() {
   static const std::vector<std::pair<const char*, std::size_t>> caps = {
-      {"run.executor", 4096},    {"run.command", 65536},      {"run.setup", 65536},          {"claude.binary", 4096},
-      {"claude.base_url", 4096}, {"claude.credential", 4096}, {"sandbox.history", 4096},     {"opencode.binary", 4096},
-      {"opencode.model", 256},   {"claude.model", 256},       {"opencode.credential", 4096},
+      {"run.executor", 4096},    {"run.command", 65536},        {"run.setup", 65536},
+      {"claude.binary", 4096},   {"claude.base_url", 4096},     {"claude.credential", 4096},
+      {"sandbox.history", 4096}, {"opencode.binary", 4096},     {"opencode.model", 256},
+      {"claude.model", 256},     {"opencode.credential", 4096}, {"sandbox.work_tree", 4096},
   };
   return caps;
 }
@@ -790,9 +791,10 @@ TEST_CASE("strings have a size cap") {
   }
   for (const auto& [key, cap] : string_caps()) {
     INFO("key: " << key);
-    // run.executor and sandbox.history take a few words only; their cap
-    // still comes first.
-    if (std::string(key) != "run.executor" && std::string(key) != "sandbox.history") {
+    // run.executor, sandbox.history and sandbox.work_tree take a few words
+    // only; their cap still comes first.
+    if (std::string(key) != "run.executor" && std::string(key) != "sandbox.history" &&
+        std::string(key) != "sandbox.work_tree") {
       Config config;
       const auto problems = merge_user(config, toml_line(key, quoted(std::string(cap, 'x'))));
       INFO(messages(problems));

@@ -31,7 +31,7 @@ std::string messages(const std::vector<Problem>& problems) {
 Settings built_in() {
   Settings settings;
   settings.run = {"claude", "", "", {"node_modules", "vendor", ".venv", "target", "build"}, 1, 0, 0, {}};
-  settings.sandbox = {{}, 1879048192, 1024, mullet::config::History::base};
+  settings.sandbox = {{}, 1879048192, 1024, mullet::config::History::base, mullet::config::WorkTree::automatic};
   settings.network = {{}, {}};
   settings.claude = {"claude", "https://api.anthropic.com", {}, "", ""};
   settings.opencode = {"opencode", "anthropic/claude-sonnet-4-5", {}, ""};
@@ -46,7 +46,10 @@ Value other_value(const std::string& key, const Value& current) {
   if (std::holds_alternative<std::int64_t>(current)) return std::int64_t{2};
   if (std::holds_alternative<double>(current)) return 2.5;
   if (std::holds_alternative<std::string>(current))
-    return std::string(key == "run.executor" ? "command" : key == "sandbox.history" ? "none" : "x");
+    return std::string(key == "run.executor"        ? "command"
+                       : key == "sandbox.history"   ? "none"
+                       : key == "sandbox.work_tree" ? "checkout"
+                                                    : "x");
   if (key == "sandbox.env") return Strings{"NAME_"};
   if (key.rfind("network.", 0) == 0) return Strings{"host:1"};
   return Strings{"x"};
@@ -73,7 +76,7 @@ TEST_CASE("every key of the schema lands in a field of its own") {
     changed[key] = config.settings();
     CHECK(changed[key] != default_settings);
   }
-  CHECK(changed.size() == 34);
+  CHECK(changed.size() == 35);
   for (auto first = changed.begin(); first != changed.end(); ++first) {
     for (auto second = std::next(first); second != changed.end(); ++second) {
       INFO(first->first << " and " << second->first);

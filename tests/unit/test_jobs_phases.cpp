@@ -88,7 +88,7 @@ TEST_CASE("a phase's plan binds the objects its history allows, and only the use
   const auto settings = mullet::config::Config().settings();
   mullet::jobs::JobPaths paths;
   paths.empty_file = dir / "empty";
-  const mullet::jobs::SandboxDirs dirs{dir / "work", dir / "git", dir / "home"};
+  const mullet::jobs::SandboxDirs dirs{dir / "work", dir / "git", dir / "home", std::nullopt, {}};
   const auto phase = mullet::jobs::gate_phase(settings, {"check", "true", 0, ""});
 
   SUBCASE("all: the user's store and what it borrows") {

@@ -341,3 +341,29 @@ TEST_CASE("the credential endpoint's socket is bound in only when the phase has 
   CHECK(api_only.env.count("HTTPS_PROXY") == 0);
   CHECK(api_only.env.count("NO_PROXY") == 0);
 }
+
+TEST_CASE("an overlaid work tree is in the plan as data, and printed; no layer is bound") {
+  PolicyInputs in = representative_inputs();
+  const std::string job = "/home/alice/src/proj/.git/mullet/jobs/0123abcdef";
+  const mullet::sandbox::Overlay overlay{"/home/alice/src/proj/.git/mullet/pristine/0123-1000/tree", job + "/upper",
+                                         job + "/overlay-work"};
+  in.work_tree_overlay = overlay;
+  Plan plan = mullet::sandbox::build_plan(in);
+  REQUIRE(plan.work_tree_overlay.has_value());
+  CHECK(*plan.work_tree_overlay == overlay);
+  // The worker still gets one writable tree at /mullet/work: the overlay's
+  // mount point, bound as the work tree always is.
+  CHECK(mount_at(plan, inside::work_tree).kind == MountKind::writable_bind);
+  CHECK(mount_at(plan, inside::work_tree).source == in.work_tree);
+  for (const auto& mount : plan.mounts) {
+    INFO(mount.source);
+    CHECK(mount.source.find("/pristine/") == std::string::npos);
+    CHECK(mount.source.find("/upper") == std::string::npos);
+    CHECK(mount.source.find("/overlay-work") == std::string::npos);
+  }
+  plan.work_tree_note = "an overlay of the base's pristine checkout";
+  const std::string text = mullet::sandbox::describe(plan);
+  CHECK(text.find("work tree:   an overlay of the base's pristine checkout") != std::string::npos);
+  CHECK(text.find("lower " + overlay.lower) != std::string::npos);
+  CHECK(mullet::sandbox::to_json(plan)["work_tree_overlay"]["upper"] == overlay.upper);
+}

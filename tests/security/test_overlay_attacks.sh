@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# A job's work tree is an overlay whose lower dir is the pristine checkout of
+# its base, shared by every job on that base (git/pristine.hpp). A worker
+# writes, chmods (setuid too), renames, hardlinks, truncates, touches, sets
+# xattrs (overlayfs's own names among them: user.overlay.*, trusted.overlay.*)
+# on files that come from it, deletes files and whole directories, and tries
+# the host paths of another job's upper dir and of the pristine checkout.
+# Afterwards the pristine checkout is byte for byte, mode for mode and xattr
+# for xattr as before, the result is what the worker did (no xattr it set made
+# the snapshot drop the base's files), and the next job on the base sees a
+# clean tree.
+source "$(dirname "$0")/../lib/harness.sh"
+source "$(dirname "$0")/lib/common.bash"
+
+# manifest DIR: every entry with type, mode, owner, size, link target, its
+# xattrs (every namespace this user can list), and every file's hash.
+manifest() {
+  sec_tree_state "$1"
+  (cd "$1" && find . -printf '%p %U %G\n' | LC_ALL=C sort)
+  /usr/bin/python3 - "$1" <<'EOF'
+import os, sys
+root = sys.argv[1]
+for top, dirs, files in os.walk(root):
+    for name in sorted(dirs + files) + ["."]:
+        path = os.path.join(top, name)
+        try:
+            names = sorted(os.listxattr(path, follow_symlinks=False))
+        except OSError as error:
+            names = ["error %s" % error.errno]
+        for attr in names:
+            if attr.startswith("error"):
+                print(path, attr)
+                continue
+            print(path, attr, os.getxattr(path, attr, follow_symlinks=False))
+EOF
+}
+
+# As root, a job's pristine checkout belongs to its sandbox uid, the first
+# free one of the machine's range, which jobs of other tests running at the
+# same time may hold: this suite's jobs get a range of their own.
+OWN_UID=$((1879048192 + 2097152 + RANDOM * 32 + RANDOM % 32))
+
+base_repo() {
+  sec_config '[sandbox]' "uid = $OWN_UID" "uid_count = ${1:-1}"
+  new_repo repo
+  cd repo
+  mkdir -p deep/a/b keep docs
+  printf 'deep\n' >deep/a/b/c
+  printf 'big file\n' >keep/big
+  printf 'old\n' >keep/old
+  printf 'other\n' >other
+  printf 'util\n' >src/util.c
+  printf 'doc\n' >docs/x
+  git add -A
+  git commit -qm "more files"
+}
+
+pristine_tree() {
+  local common
+  common="$(cd "$(git rev-parse --git-common-dir)" && pwd -P)"
+  find "$common/mullet/pristine" -mindepth 2 -maxdepth 2 -name tree | head -n 1
+}
+
+test_a_worker_cannot_change_the_pristine_checkout_or_reach_other_layers() {
+  base_repo
+  local secret
+  secret="$(sec_secret)"
+  # A first job on the base: it builds the pristine checkout, and its upper
+  # dir keeps a secret on the host (written there by the test: no worker's
+  # script holds it).
+  sec_run "echo placeholder >planted; finish"
+  sec_assert_worker_ran
+  local first="$JOB" pristine upper before
+  pristine="$(pristine_tree)"
+  [ -n "$pristine" ] || fail "no pristine checkout after the first job"
+  upper="$(sec_job_dir "$first")/upper"
+  assert_exists "$upper/planted"
+  printf '%s\n' "$secret" >"$upper/planted"
+  sec_open_up "$upper"
+  before="$(manifest "$pristine")"
+
+  SEC_BOUND=120 sec_run "
+echo pwned >>README
+chmod 4777 README
+chmod 600 other
+mv src/main.c renamed.c
+ln renamed.c hardlink.c
+ln keep/old keep/old-link
+: >keep/big
+touch -d 2000-01-01 keep/old
+rm -rf deep
+rm docs/x
+xattr() { /usr/bin/python3 -c 'import os, sys; os.setxattr(sys.argv[1], sys.argv[2], sys.argv[3].encode())' \"\$@\"; }
+xattr src user.overlay.opaque y || true
+xattr src trusted.overlay.opaque y || true
+xattr keep user.overlay.redirect /deep || true
+xattr README trusted.overlay.metacopy '' || true
+xattr keep/old user.mullet test || true
+try read-other-upper cat '$upper/planted'
+try list-other-upper ls '$upper'
+try list-pristine ls '$pristine'
+try write-pristine sh -c 'echo x >>$pristine/README'
+try read-job-dir ls '$(sec_job_dir "$first")'
+echo \"MOUNTINFO \$(grep ' /mullet/work ' /proc/self/mountinfo)\"
+hunt SECRET-
+finish"
+  sec_assert_worker_ran
+  sec_assert_all_denied 5
+  assert_not_contains "$LOG" "$secret" "the second worker's output"
+  sec_assert_same "the pristine checkout" "$before" "$(manifest "$pristine")"
+  # The overlay's layers are named by descriptor: the worker's mount table
+  # shows no host path of them (positive control: it does show the overlay).
+  local mounted
+  mounted="$(printf '%s\n' "$LOG" | grep '^MOUNTINFO ' || true)"
+  assert_contains "$mounted" " overlay " "the work tree's mount"
+  assert_not_contains "$mounted" "/mullet/pristine/" "the work tree's mount"
+  assert_not_contains "$mounted" "$(sec_job_dir)" "the work tree's mount"
+  assert_not_contains "$mounted" "$(sec_job_dir "$first")" "the work tree's mount"
+
+  local result
+  result="$(sec_jq 'd["result"]')"
+  assert_eq "$(git show "$result:README")" "$(printf 'hello\npwned')" "README in the result"
+  assert_eq "$(git ls-tree "$result" -- README | cut -c1-6)" 100755 "README's mode in the result"
+  assert_eq "$(git show "$result:renamed.c")" "int main() { return 0; }" "renamed.c"
+  assert_eq "$(git show "$result:hardlink.c")" "int main() { return 0; }" "hardlink.c"
+  assert_eq "$(git show "$result:keep/big")" "" "keep/big"
+  assert_eq "$(git show "$result:keep/old-link")" old "keep/old-link"
+  # The xattrs named like overlayfs's own changed nothing the snapshot read.
+  assert_eq "$(git ls-tree -r --name-only "$result" -- src)" "src/util.c" "src in the result"
+  assert_eq "$(git ls-tree -r --name-only "$result" -- deep docs)" "" "deleted directories in the result"
+  assert_eq "$(git show "$result:other")" other "other (mode 600 inside)"
+
+  # The next job on the base sees the base, clean.
+  sec_run "
+test -z \"\$(git status --porcelain)\" && echo STATUS-CLEAN
+test \"\$(cat README)\" = hello && test -f src/main.c && test -f deep/a/b/c && test -f docs/x &&
+  test \"\$(cat keep/big)\" = 'big file' && test ! -e renamed.c && test ! -e planted && echo TREE-CLEAN
+finish"
+  sec_assert_worker_ran
+  assert_contains "$LOG" "STATUS-CLEAN" "the third worker's git status"
+  assert_contains "$LOG" "TREE-CLEAN" "the third worker's tree"
+  sec_assert_same "the pristine checkout" "$before" "$(manifest "$pristine")"
+}
+
+test_another_jobs_upper_dir_is_out_of_reach_while_it_runs() {
+  # Two jobs at once: two uids.
+  base_repo 2
+  local secret
+  secret="$(sec_secret)"
+  # A job that keeps running until told (through its home, a plain bind),
+  # with a secret the test puts in its upper dir.
+  (SEC_BOUND=120 sec_run "echo placeholder >planted
+echo >/mullet/home/started
+while [ ! -e /mullet/home/stop ]; do sleep 0.1; done
+finish" >/dev/null 2>&1) &
+  local runner=$!
+  local common first_dir
+  common="$(cd "$(git rev-parse --git-common-dir)" && pwd -P)"
+  wait_until 60 sh -c "ls '$common'/mullet/jobs/*/home/started"
+  first_dir="$(dirname "$(dirname "$(ls "$common"/mullet/jobs/*/home/started | head -n 1)")")"
+  printf '%s\n' "$secret" >"$first_dir/upper/planted"
+  sec_open_up "$first_dir/upper"
+  sec_run "
+try read-running-upper cat '$first_dir/upper/planted'
+try list-running-job-dir ls '$first_dir'
+hunt SECRET-
+finish"
+  sec_assert_worker_ran
+  sec_assert_all_denied 2
+  assert_not_contains "$LOG" "$secret" "the second worker's output"
+  : >"$first_dir/home/stop"
+  wait "$runner" || true
+}
+
+run_tests
