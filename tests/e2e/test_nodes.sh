@@ -218,7 +218,7 @@ test_sigkill_interrupts_every_node_and_each_resumes() {
   JOB="$(new_job "$before")"
   local n
   for n in 1 2 3; do
-    wait_until 30 test -e "$(job_dir "$JOB")/nodes/$n/work/hanging.txt"
+    wait_until 30 job_has "$(job_dir "$JOB")/nodes/$n" hanging.txt
   done
   expect_exit 2 git mullet resume "$JOB/1"
   assert_contains "$ERR" "running" "resume of a running job"
@@ -272,8 +272,8 @@ test_stop_cancels_every_node_and_shell_refuses_a_job_of_several() {
   trap 'kill -TERM '"$pid"' 2>/dev/null || true' EXIT
   wait_until 15 new_job "$before"
   JOB="$(new_job "$before")"
-  wait_until 30 test -e "$(job_dir "$JOB")/nodes/1/work/hanging.txt"
-  wait_until 30 test -e "$(job_dir "$JOB")/nodes/2/work/hanging.txt"
+  wait_until 30 job_has "$(job_dir "$JOB")/nodes/1" hanging.txt
+  wait_until 30 job_has "$(job_dir "$JOB")/nodes/2" hanging.txt
   expect_exit 0 timeout -k 5 60 git mullet stop --json "$JOB"
   assert_eq "$(json_field "$OUT" state)" cancelled "the job"
   assert_eq "$(json_get "$OUT" '[.nodes[].state]')" '["cancelled","cancelled"]' "its nodes"
