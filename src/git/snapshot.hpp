@@ -19,6 +19,10 @@
 
 namespace mullet::git {
 
+// A worker can make a warning of every file it leaves (a FIFO each); the
+// record keeps fewer still.
+inline constexpr std::size_t max_snapshot_warnings = 1000;
+
 struct SnapshotOptions {
   // Top-level directories never recorded (dependency directories); what the
   // base had there is kept as it was.
@@ -28,11 +32,18 @@ struct SnapshotOptions {
   // Larger files are left out with a warning (a sparse file can claim a
   // terabyte it never wrote).
   std::uint64_t max_file_bytes = 100ULL << 20U;
+  // What new objects may cost the user's disk in all (limits.disk_mb; 0: no
+  // cap): each new blob its loose file's allocated size, at least
+  // util::min_entry_bytes. Past it, every further new file or symlink is
+  // left out, with one warning. The disk watch counts a tree by the same
+  // measure, so only a worker that outran it meets this cap.
+  std::uint64_t max_new_object_bytes = 0;
 };
 
 struct Snapshot {
   git_oid tree{};
-  std::vector<std::string> warnings;  // entries left out, and why
+  std::vector<std::string> warnings;  // entries left out, and why (at most max_snapshot_warnings)
+  std::size_t warnings_not_kept = 0;  // further warnings, only counted
   std::size_t files_hashed = 0;
   // Files whose stat data matched the clone's index (take_snapshot only: an
   // upper snapshot never looks at an unchanged file).

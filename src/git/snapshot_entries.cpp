@@ -14,7 +14,6 @@
 namespace mullet::git::detail {
 namespace {
 
-constexpr int max_depth = 200;
 constexpr std::size_t whole_read_limit = 8U << 20U;
 
 }  // namespace
@@ -24,6 +23,7 @@ EntryRecorder::EntryRecorder(const Repository& user_repo, const SnapshotOptions&
   git_odb* odb = nullptr;
   check(git_repository_odb(&odb, user_repo.get()), "cannot open the object database");
   m_odb.reset(odb);
+  m_objects_dir = std::string(git_repository_commondir(user_repo.get())) + "objects/";
   if (options.base_tree) {
     git_tree* tree = nullptr;
     if (git_tree_lookup(&tree, user_repo.get(), &*options.base_tree) == 0) m_base_tree.reset(tree);
@@ -31,8 +31,10 @@ EntryRecorder::EntryRecorder(const Repository& user_repo, const SnapshotOptions&
 }
 
 bool EntryRecorder::within_depth(const std::string& rel, int depth) {
-  if (depth <= max_depth) return true;
-  warn(rel, "nested deeper than " + std::to_string(max_depth) + " directories; left out");
+  // The same depth every walk of ours stops at (util::max_walk_depth): what
+  // the snapshot leaves out, clearing unsafe modes closed off.
+  if (depth < util::max_walk_depth) return true;
+  warn(rel, "nested deeper than " + std::to_string(util::max_walk_depth) + " directories; left out");
   return false;
 }
 
@@ -120,9 +122,9 @@ std::optional<git_oid> EntryRecorder::hash_file(int fd, std::size_t size, const 
       }
       content.append(buffer, static_cast<std::size_t>(got));
     }
-    check(git_odb_write(&oid, m_odb.get(), content.data(), content.size(), GIT_OBJECT_BLOB), "cannot store " + path);
-    return oid;
+    return write_blob(content, path);
   }
+  if (!within_budget(path)) return std::nullopt;
   git_odb_stream* raw = nullptr;
   check(git_odb_open_wstream(&raw, m_odb.get(), static_cast<git_object_size_t>(size), GIT_OBJECT_BLOB),
         "cannot store " + path);
@@ -140,7 +142,40 @@ std::optional<git_oid> EntryRecorder::hash_file(int fd, std::size_t size, const 
     return std::nullopt;
   }
   check(git_odb_stream_finalize_write(&oid, stream.get()), "cannot store " + path);
+  charge(oid);  // even when it was there before: its id was not known in time
   return oid;
+}
+
+std::optional<git_oid> EntryRecorder::write_blob(const std::string& content, const std::string& path) {
+  git_oid oid{};
+  check(git_odb_hash(&oid, content.data(), content.size(), GIT_OBJECT_BLOB), "cannot hash " + path);
+  if (git_odb_exists(m_odb.get(), &oid) == 1) return oid;
+  if (!within_budget(path)) return std::nullopt;
+  check(git_odb_write(&oid, m_odb.get(), content.data(), content.size(), GIT_OBJECT_BLOB), "cannot store " + path);
+  charge(oid);
+  return oid;
+}
+
+bool EntryRecorder::within_budget(const std::string& path) {
+  const std::uint64_t cap = m_options.max_new_object_bytes;
+  if (cap == 0 || m_new_object_bytes < cap) return true;
+  if (!m_budget_spent) {
+    m_budget_spent = true;
+    // Kept even when other warnings filled the list: it explains the rest.
+    m_result.warnings.push_back(path + ": new files had already taken limits.disk_mb (" + std::to_string(cap >> 20U) +
+                                " MiB) in the repository's objects; this and every later new file left out");
+  }
+  return false;
+}
+
+void EntryRecorder::charge(const git_oid& oid) {
+  const std::string hex = oid_to_string(oid);
+  struct stat info {};
+  std::uint64_t cost = util::min_entry_bytes;
+  if (::stat((m_objects_dir + hex.substr(0, 2) + "/" + hex.substr(2)).c_str(), &info) == 0) {
+    cost = std::max(cost, static_cast<std::uint64_t>(info.st_blocks) * 512U);
+  }
+  m_new_object_bytes += cost;
 }
 
 std::optional<TreeEntry> EntryRecorder::store_symlink(int dir_fd, const std::string& name, const std::string& path,
@@ -152,10 +187,10 @@ std::optional<TreeEntry> EntryRecorder::store_symlink(int dir_fd, const std::str
     return std::nullopt;
   }
   target.resize(static_cast<std::size_t>(length));
-  git_oid oid{};
-  check(git_odb_write(&oid, m_odb.get(), target.data(), target.size(), GIT_OBJECT_BLOB), "cannot store " + path);
+  const auto oid = write_blob(target, path);
+  if (!oid) return std::nullopt;
   ++m_result.files_hashed;
-  return std::make_pair(oid, GIT_FILEMODE_LINK);
+  return std::make_pair(*oid, GIT_FILEMODE_LINK);
 }
 
 void EntryRecorder::warn_special_file(const std::string& path) {
@@ -194,6 +229,10 @@ git_oid EntryRecorder::empty_tree() {
 }
 
 void EntryRecorder::warn(const std::string& path, const std::string& why) {
+  if (m_result.warnings.size() >= max_snapshot_warnings) {
+    ++m_result.warnings_not_kept;
+    return;
+  }
   m_result.warnings.push_back(path + ": " + why);
 }
 

@@ -77,12 +77,22 @@ class EntryRecorder {
 
  private:
   std::optional<git_oid> hash_file(int fd, std::size_t size, const std::string& path);
+  // Writes a blob held in memory, unless the new-object budget is spent.
+  std::optional<git_oid> write_blob(const std::string& content, const std::string& path);
+  // False, with the one warning, once new objects have cost
+  // SnapshotOptions::max_new_object_bytes.
+  bool within_budget(const std::string& path);
+  // Charges the loose object `oid` was written as (it was not there before).
+  void charge(const git_oid& oid);
 
   const Repository& m_user_repo;
   const SnapshotOptions& m_options;
   Snapshot& m_result;
   OdbPtr m_odb;
   TreePtr m_base_tree;
+  std::string m_objects_dir;  // where the user's loose objects are written
+  std::uint64_t m_new_object_bytes = 0;
+  bool m_budget_spent = false;
 };
 
 // Whether `repo` (which has a work tree) ignores `path` ("dir/" for a

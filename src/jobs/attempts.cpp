@@ -216,8 +216,9 @@ class JobRun {
     // The result commit's Mullet-Model: the model asked for ([claude] model,
     // [opencode] model, --model), else the one the worker said it used.
     const std::string model = !m_record.executor.model.empty() ? m_record.executor.model : m_record.report.model;
-    const git_oid commit = snapshot_attempt(m_job.repo, m_dirs, m_record, number, parent, m_dependency_dirs,
-                                            m_settings.limits.file_mb.bytes(), model);
+    const git_oid commit =
+        snapshot_attempt(m_job.repo, m_dirs, m_record, number, parent, m_dependency_dirs,
+                         {m_settings.limits.file_mb.bytes(), m_settings.limits.disk_mb.bytes()}, model);
     save();
     AttemptRecord& attempt = m_record.attempts.back();
     // The executor judges the rest, its own refusal (worker_refused) included.

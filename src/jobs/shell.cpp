@@ -27,8 +27,8 @@ void record_shell_tree(const git::Repository& repo, const config::Settings& sett
   attempt.number = draft.attempts.empty() ? 1 : draft.attempts.back().number + 1;
   attempt.kind = AttemptKind::shell;
   draft.attempts.push_back(attempt);
-  const git_oid commit =
-      snapshot_attempt(repo, dirs, draft, attempt.number, start, {}, settings.limits.file_mb.bytes());
+  const git_oid commit = snapshot_attempt(repo, dirs, draft, attempt.number, start, {},
+                                          {settings.limits.file_mb.bytes(), settings.limits.disk_mb.bytes()});
   const git_oid tree = repo.tree_of(commit);
   const git_oid start_tree = repo.tree_of(start);
   if (git_oid_cmp(&tree, &start_tree) == 0) {

@@ -26,16 +26,20 @@ std::string snapshot_message(const JobRecord& record, int attempt, const std::st
 
 git_oid snapshot_attempt(const git::Repository& repo, const SandboxDirs& dirs, JobRecord& record, int number,
                          const git_oid& parent, const std::vector<std::string>& dependency_dirs,
-                         std::uint64_t largest_file_bytes, const std::string& model) {
+                         const SnapshotCaps& caps, const std::string& model) {
   const git_oid base = git::oid_from_string(record.base);
   const git_oid base_tree = repo.tree_of(base);
-  const git::SnapshotOptions options{dependency_dirs, base_tree, largest_file_bytes};
+  const git::SnapshotOptions options{dependency_dirs, base_tree, caps.largest_file_bytes, caps.new_object_bytes};
   // The host never sees an overlay's merged view: its upper dir holds what
   // the worker changed, the pristine checkout is the base's tree.
   const git::Snapshot snapshot =
       dirs.overlay ? git::take_upper_snapshot(repo, base_tree, dirs.overlay->upper, dirs.opaque_xattr, options)
                    : git::take_snapshot(repo, {dirs.git_dir, dirs.work_tree}, options);
-  for (const auto& warning : snapshot.warnings) {
+  std::vector<std::string> warnings = snapshot.warnings;
+  if (snapshot.warnings_not_kept > 0) {
+    warnings.push_back("... and " + std::to_string(snapshot.warnings_not_kept) + " more entries left out");
+  }
+  for (const auto& warning : warnings) {
     if (std::find(record.snapshot_warnings.begin(), record.snapshot_warnings.end(), warning) ==
         record.snapshot_warnings.end()) {
       record.snapshot_warnings.push_back(warning);

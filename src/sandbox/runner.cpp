@@ -268,7 +268,11 @@ Watchdogs watchdogs_for(const Plan& plan, const RunIo& io, pid_t bwrap, std::int
   };
   disk.used_bytes = [&io, writable, disk_bytes] {
     std::uint64_t used = io.disk_bytes_outside ? io.disk_bytes_outside() : 0;
-    for (const auto& path : writable) used += util::disk_usage(path, disk_bytes);
+    for (const auto& path : writable) {
+      const std::uint64_t here = util::disk_usage(path, disk_bytes);
+      if (here > util::disk_usage_too_deep - used) return util::disk_usage_too_deep;
+      used += here;
+    }
     return used;
   };
   disk.clock = util::monotonic_ms;

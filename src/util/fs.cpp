@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <utility>
@@ -161,16 +162,37 @@ std::vector<DirectoryEntry> list_or_throw(int dir_fd, const std::string& what, c
   return entries;
 }
 
-void remove_children(int dir_fd, const std::string& shown_path) {
+// Where remove_children puts the directories it finds at max_walk_depth:
+// the top of the tree being removed, each under a name no entry there has.
+struct DeepDirMover {
+  int top_fd = -1;
+  std::uint64_t next_name = 0;  // shared by every round, so names never repeat
+  std::uint64_t moved = 0;      // in this round
+
+  void move_up(int dir_fd, const std::string& name, const std::string& shown_path) {
+    while (true) {
+      const std::string fresh = ".mullet-deep-" + std::to_string(next_name++);
+      if (::renameat2(dir_fd, name.c_str(), top_fd, fresh.c_str(), RENAME_NOREPLACE) == 0) break;
+      if (errno != EEXIST) throw failure("cannot remove " + shown_path + "/" + name + ": " + errno_text(errno));
+    }
+    ++moved;
+  }
+};
+
+void remove_children(int dir_fd, const std::string& shown_path, int depth, DeepDirMover& mover) {
   for (const auto& entry : list_or_throw(dir_fd, "cannot remove ", shown_path)) {
     const std::string& name = entry.name;
     if (::unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT) continue;
     if (errno != EISDIR && errno != EPERM)
       throw failure("cannot remove " + shown_path + "/" + name + ": " + errno_text(errno));
+    if (depth + 1 >= max_walk_depth) {
+      mover.move_up(dir_fd, name, shown_path);
+      continue;
+    }
     UniqueFd child = open_granting_access(dir_fd, name, O_RDONLY | O_DIRECTORY, 0700);
     if (!child) throw failure("cannot remove " + shown_path + "/" + name + ": " + errno_text(errno));
     ::fchmod(child.get(), 0700);
-    remove_children(child.get(), shown_path + "/" + name);
+    remove_children(child.get(), shown_path + "/" + name, depth + 1, mover);
     if (::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
       throw failure("cannot remove " + shown_path + "/" + name + ": " + errno_text(errno));
     }
@@ -208,11 +230,18 @@ OpenedDir open_walkable(int at_fd, const char* name) {
   return dir;
 }
 
-// Calls `visit` for every entry below `dir_fd` (never following a symlink),
-// parents before children. A directory the writer made unreadable is opened
-// up for the walk and gets its mode back afterwards.
-void walk_children(int dir_fd, const std::string& shown_path,
-                   const std::function<void(int, const std::string&, const struct stat&)>& visit) {
+// What a walk is told about each entry below its root.
+struct WalkVisitor {
+  // Every entry, parents before children.
+  std::function<void(int dir_fd, const std::string& name, const struct stat& info)> visit;
+  // A directory at max_walk_depth, which the walk does not enter.
+  std::function<void(int dir_fd, const std::string& name, const std::string& shown_path)> too_deep;
+};
+
+// Calls the visitor for every entry below `dir_fd` (never following a
+// symlink). A directory the writer made unreadable is opened up for the walk
+// and gets its mode back afterwards.
+void walk_children(int dir_fd, const std::string& shown_path, int depth, const WalkVisitor& visitor) {
   for (const auto& entry : list_or_throw(dir_fd, "cannot list ", shown_path)) {
     const std::string& name = entry.name;
     struct stat info {};
@@ -220,12 +249,20 @@ void walk_children(int dir_fd, const std::string& shown_path,
       if (errno == ENOENT) continue;
       throw failure("cannot inspect " + shown_path + "/" + name + ": " + errno_text(errno));
     }
-    visit(dir_fd, name, info);
+    visitor.visit(dir_fd, name, info);
     if (!S_ISDIR(info.st_mode)) continue;
+    if (depth + 1 >= max_walk_depth) {
+      visitor.too_deep(dir_fd, name, shown_path);
+      continue;
+    }
     OpenedDir child = open_walkable(dir_fd, name.c_str());
     if (!child.fd) throw failure("cannot open " + shown_path + "/" + name + ": " + errno_text(errno));
-    walk_children(child.fd.get(), shown_path + "/" + name, visit);
+    walk_children(child.fd.get(), shown_path + "/" + name, depth + 1, visitor);
   }
+}
+
+std::string too_deep_text() {
+  return "nested deeper than " + std::to_string(max_walk_depth) + " directories";
 }
 
 // What nothing a sandbox wrote may keep once on the host.
@@ -252,12 +289,16 @@ void add_usage(int dir_fd, std::uint64_t& total, std::uint64_t stop_after, int d
     const char* name = entry->name.c_str();
     struct stat info {};
     if (::fstatat(dir_fd, name, &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    total += static_cast<std::uint64_t>(info.st_blocks) * 512U;
-    if (S_ISDIR(info.st_mode)) {
-      // A directory the writer made unreadable still counts.
-      const UniqueFd child = open_granting_access(dir_fd, entry->name, O_RDONLY | O_DIRECTORY, 0700);
-      if (child) add_usage(child.get(), total, stop_after, depth + 1);
+    total += std::max(static_cast<std::uint64_t>(info.st_blocks) * 512U, min_entry_bytes);
+    if (!S_ISDIR(info.st_mode)) continue;
+    if (depth + 1 >= max_walk_depth) {
+      total = disk_usage_too_deep;
+      return;
     }
+    // A directory the writer made unreadable still counts.
+    const UniqueFd child = open_granting_access(dir_fd, entry->name, O_RDONLY | O_DIRECTORY, 0700);
+    if (child) add_usage(child.get(), total, stop_after, depth + 1);
+    if (total == disk_usage_too_deep) return;
   }
 }
 
@@ -284,7 +325,13 @@ void remove_tree(const std::string& path) {
   UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!dir) throw failure("cannot remove " + path + ": " + errno_text(errno));
   ::fchmod(dir.get(), 0700);
-  remove_children(dir.get(), path);
+  // Each round removes what lies within max_walk_depth and brings the next
+  // max_walk_depth levels up to the top for the round after it.
+  DeepDirMover mover{dir.get()};
+  do {
+    mover.moved = 0;
+    remove_children(dir.get(), path, 0, mover);
+  } while (mover.moved > 0);
   if (::rmdir(path.c_str()) != 0 && errno != ENOENT) throw failure("cannot remove " + path + ": " + errno_text(errno));
 }
 
@@ -292,20 +339,34 @@ void chown_tree(const std::string& path, uid_t uid, gid_t gid) {
   UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!dir) throw failure("cannot change owner of " + path + ": " + errno_text(errno));
   if (::fchown(dir.get(), uid, gid) != 0) throw failure("cannot change owner of " + path + ": " + errno_text(errno));
-  walk_children(dir.get(), path, [&](int dir_fd, const std::string& name, const struct stat&) {
+  WalkVisitor visitor;
+  visitor.visit = [&](int dir_fd, const std::string& name, const struct stat&) {
     if (::fchownat(dir_fd, name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) != 0 && errno != ENOENT) {
       throw failure("cannot change owner of " + path + "/.../" + name + ": " + errno_text(errno));
     }
-  });
+  };
+  visitor.too_deep = [](int, const std::string& name, const std::string& shown_path) {
+    throw failure("cannot change owner of " + shown_path + "/" + name + ": " + too_deep_text());
+  };
+  walk_children(dir.get(), path, 0, visitor);
 }
 
 void strip_unsafe_modes(const std::string& path) {
   if (!exists(path)) return;
   OpenedDir dir = open_walkable(AT_FDCWD, path.c_str());
   if (!dir.fd) throw failure("cannot clear the setuid/setgid bits under " + path + ": " + errno_text(errno));
-  walk_children(dir.fd.get(), path, [&](int dir_fd, const std::string& name, const struct stat& entry) {
+  WalkVisitor visitor;
+  visitor.visit = [&](int dir_fd, const std::string& name, const struct stat& entry) {
     strip_one(dir_fd, name, entry, path);
-  });
+  };
+  visitor.too_deep = [](int dir_fd, const std::string& name, const std::string& shown_path) {
+    const UniqueFd entry(::openat(dir_fd, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    struct stat info {};
+    if (!entry || ::fstat(entry.get(), &info) != 0 || !S_ISDIR(info.st_mode) || !chmod_open_path(entry.get(), 0700)) {
+      throw failure("cannot close " + shown_path + "/" + name + " (" + too_deep_text() + "): " + errno_text(errno));
+    }
+  };
+  walk_children(dir.fd.get(), path, 0, visitor);
   if (dir.path_only) {
     dir.mode &= ~unsafe_bits;  // restored so when `dir` closes
     return;

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -35,15 +36,31 @@ void write_file_atomic(const std::string& path, const std::string& content, mode
 void write_file(const std::string& path, const std::string& content, mode_t mode = 0644);
 // mkdir -p; existing directories are fine.
 void make_dirs(const std::string& path, mode_t mode = 0755);
+// How deep below its root any walk of ours goes. A worker (or a hostile
+// repository) can nest directories as deep as it likes; a walk that followed
+// would run out of stack or of descriptors (one per level). The snapshot
+// leaves deeper directories out, and every walk here says what it does at
+// this depth instead of descending.
+constexpr int max_walk_depth = 128;
+// What an entry costs at least, whatever st_blocks says: an empty file or a
+// short symlink takes an inode and a directory entry, and a loose object of
+// at least a block once the snapshot stores it.
+constexpr std::uint64_t min_entry_bytes = 4096;
+
 // rm -rf that never follows a symlink and copes with directories the worker
-// made unreadable. Missing paths are fine.
+// made unreadable. Missing paths are fine. A directory at max_walk_depth is
+// moved up to `path` under a fresh name and removed from there, so a tree of
+// any depth goes with at most max_walk_depth descriptors open.
 void remove_tree(const std::string& path);
-// chown -R without following symlinks.
+// chown -R without following symlinks. A tree nested deeper than
+// max_walk_depth is refused (nothing a job checks out or creates is).
 void chown_tree(const std::string& path, uid_t uid, gid_t gid);
 // Clears the setuid and setgid bits and write permission for others on
 // `path` and everything below it, without following symlinks: what a
 // sandbox wrote must not become a way in for another local user. Copes
-// with directories the writer made unreadable (they keep their mode).
+// with directories the writer made unreadable (they keep their mode). A
+// directory at max_walk_depth is not entered but closed to all but its
+// owner (mode 0700), so nothing below it is within another user's reach.
 void strip_unsafe_modes(const std::string& path);
 // mkdir -p of `relative` below the existing directory `base`, every new or
 // existing component a directory of ours with mode 0700 (a looser one is
@@ -54,9 +71,12 @@ bool exists(const std::string& path);
 bool is_directory(const std::string& path);
 // Path of the running executable.
 std::string self_executable();
-// Bytes allocated under `path` (st_blocks), without following symlinks; stops
-// counting once past `stop_after` (0: never).
+// Bytes allocated under `path` (st_blocks, at least min_entry_bytes an
+// entry), without following symlinks; stops counting once past `stop_after`
+// (0: never). A tree nested deeper than max_walk_depth is over any limit:
+// the answer is then disk_usage_too_deep.
 std::uint64_t disk_usage(const std::string& path, std::uint64_t stop_after = 0);
+constexpr std::uint64_t disk_usage_too_deep = std::numeric_limits<std::uint64_t>::max();
 // A fresh private directory under `parent` (mkdtemp); returns its path.
 std::string make_temp_dir(const std::string& parent, const std::string& prefix);
 

@@ -108,8 +108,9 @@ sleep 20"
 }
 
 test_disk_limit_counts_data_nested_deep() {
-  # Extra: 360 MiB (disk_mb = 100) more than 256 directories down; the
-  # worker then waits through four checks of the watch.
+  # Extra: 360 MiB (disk_mb = 100) more than 256 directories down (deeper
+  # than any walk of ours: over the limit whatever it holds); the worker
+  # then waits through four checks of the watch.
   new_repo repo
   cd repo
   trap cleanup_job_data EXIT
@@ -167,6 +168,34 @@ time.sleep(8)
     fail "360 MiB held in unlinked files with disk_mb = 100 was not stopped (ended_by $ended)"
   fi
   sec_assert_state failed disk
+}
+
+test_disk_limit_counts_entries_that_take_no_blocks() {
+  # 40,000 short symlinks with distinct targets take no data blocks (their
+  # target is in the inode), so a watch of st_blocks saw nothing, and the
+  # snapshot then stored a loose object of a block each (about 160 MiB)
+  # in the user's repository against disk_mb = 2. (Named to sort after
+  # ran.marker, which the snapshot then keeps.)
+  new_repo repo
+  cd repo
+  trap cleanup_job_data EXIT
+  local objects_before objects_after
+  objects_before="$(du -sk .git/objects | cut -f1)"
+  sec_config '[limits]' 'disk_mb = 2' 'timeout = 60'
+  sec_run "finish
+python3 -c '
+import os
+for i in range(40000):
+    os.symlink(\"t%d\" % i, \"z%d\" % i)
+print(\"LINKED\", flush=True)
+'
+sleep 20"
+  sec_assert_worker_ran
+  assert_stopped_by_disk_limit 2
+  objects_after="$(du -sk .git/objects | cut -f1)"
+  echo "    # the repository's objects grew by $(((objects_after - objects_before) / 1024)) MiB" >&2
+  [ $((objects_after - objects_before)) -le $((6 * 1024)) ] ||
+    fail "the snapshot grew the repository's objects by $(((objects_after - objects_before) / 1024)) MiB with disk_mb = 2"
 }
 
 run_tests

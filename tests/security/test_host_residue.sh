@@ -207,4 +207,78 @@ finish"
   fi
 }
 
+# A directory chain as deep as the worker likes (python, inside the sandbox:
+# a shell's mkdir per level would take minutes), made after the marker.
+DEEP_CHAIN='
+python3 - <<PY
+import os
+os.mkdir("deep")
+os.chdir("deep")
+for _ in range(40000):
+    os.mkdir("d")
+    os.chdir("d")
+print("DEEP-DONE", flush=True)
+PY
+'
+
+# chain_depth DIR: how many "d" levels lie below DIR/deep.
+chain_depth() {
+  python3 - "$1" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1] + "/deep", os.O_RDONLY)
+depth = 0
+while True:
+    try:
+        fd = os.open("d", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=fd)
+    except OSError:
+        break
+    depth += 1
+print(depth)
+PY
+}
+
+test_a_tree_deeper_than_any_walk_is_stopped_closed_off_and_discarded() {
+  # Before: the watch never counted a chain of empty directories, the worker
+  # made all 40,000 levels, and clearing unsafe modes recursed until
+  # git-mullet itself crashed (as root); removing the tree took a
+  # descriptor per level (EMFILE: discard failed, and the base's pristine
+  # checkout stayed claimed). Now the watch stops a tree deeper than any
+  # walk of ours, however deep the worker got by then.
+  new_repo repo
+  cd repo
+  local common
+  common="$(cd "$(git rev-parse --git-common-dir)" && pwd -P)"
+  sec_config '[limits]' 'timeout = 60'
+  SEC_BOUND=120 sec_run "finish
+$DEEP_CHAIN
+sleep 30"
+  sec_assert_worker_ran
+  sec_assert_state failed disk
+  assert_not_contains "$LOG" "DEEP-DONE" "the worker's output (it was stopped before the end)"
+  local dir work depth
+  dir="$(sec_job_dir)"
+  work="$(job_work "$dir")"
+  # As the user, the watch reads the worker's directories as their owner;
+  # the test reads the chain the same way.
+  depth="$(chain_depth "$work")"
+  echo "    # the worker got $depth levels deep" >&2
+  [ "$depth" -gt 130 ] || fail "the worker got only $depth levels deep (the attack needs more than 128)"
+  assert_contains "$(sec_jq 'd["snapshot_warnings"]')" "nested deeper than 128 directories" "the snapshot's warnings"
+  # The directory 128 levels down is closed to all but its owner; nothing
+  # below it was entered.
+  assert_eq "$(python3 - "$work" <<'PY'
+import os, stat, sys
+fd = os.open(sys.argv[1], os.O_PATH)
+for name in ["deep"] + ["d"] * 127:
+    fd = os.open(name, os.O_PATH | os.O_NOFOLLOW, dir_fd=fd)
+print(oct(stat.S_IMODE(os.stat(fd).st_mode)))
+PY
+)" 0o700 "the mode of the directory 128 levels down"
+  expect_exit 0 git mullet discard "$JOB"
+  assert_absent "$dir"
+  if [ -d "$common/mullet/pristine" ]; then
+    assert_eq "$(find "$common/mullet/pristine" -mindepth 1 -maxdepth 1 | wc -l)" 0 "pristine checkouts left"
+  fi
+}
+
 run_tests

@@ -18,6 +18,7 @@
 #include "git/repository.hpp"
 #include "git/snapshot.hpp"
 #include "util/fd.hpp"
+#include "util/fs.hpp"
 
 #include "support/support.hpp"
 
@@ -320,4 +321,43 @@ TEST_CASE("snapshot: files over the size limit are left out, with a warning") {
   f.take(options);
   CHECK_FALSE(f.at("big.bin").has_value());
   CHECK(f.warned("big.bin", "larger than 1 MiB"));
+}
+
+TEST_CASE("snapshot: new objects past max_new_object_bytes are left out, with one warning; known ones still go in") {
+  SnapshotFixture f;
+  // 200 new symlinks and empty-ish files: each costs an object of a block at
+  // least, though the work tree's st_blocks says nothing for most.
+  for (int index = 0; index < 100; ++index) {
+    fs::create_symlink("target-" + std::to_string(index), f.work("link-" + std::to_string(index)));
+    make_file(f.work("file-" + std::to_string(index)), "x" + std::to_string(index));
+  }
+  make_file(f.work("zz-copy-of-readme"), "hello\n");  // the base's README: no new object
+  SnapshotOptions options;
+  options.max_new_object_bytes = 20 * mullet::util::min_entry_bytes;
+  const Snapshot snapshot = f.take(options);
+  INFO(f.warnings());
+  int kept = 0;
+  for (int index = 0; index < 100; ++index) {
+    kept += f.at("link-" + std::to_string(index)).has_value() ? 1 : 0;
+    kept += f.at("file-" + std::to_string(index)).has_value() ? 1 : 0;
+  }
+  CHECK(kept == 20);
+  CHECK(f.at("zz-copy-of-readme")->bytes == "hello\n");
+  CHECK(f.at("README")->bytes == "hello\n");
+  std::size_t budget_warnings = 0;
+  for (const auto& warning : snapshot.warnings) {
+    budget_warnings += warning.find("limits.disk_mb") != std::string::npos ? 1 : 0;
+  }
+  CHECK(budget_warnings == 1);
+}
+
+TEST_CASE("snapshot: warnings are kept up to max_snapshot_warnings, the rest counted") {
+  SnapshotFixture f;
+  const std::size_t extra = 25;
+  for (std::size_t index = 0; index < mullet::git::max_snapshot_warnings + extra; ++index) {
+    REQUIRE(::mkfifo(f.work("pipe-" + std::to_string(index)).c_str(), 0644) == 0);
+  }
+  const Snapshot snapshot = f.take();
+  CHECK(snapshot.warnings.size() == mullet::git::max_snapshot_warnings);
+  CHECK(snapshot.warnings_not_kept == extra);
 }

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -618,4 +619,112 @@ TEST_CASE("TempDir removes its tree, once, and a moved-from one owns nothing") {
   early.remove();
   CHECK(early.empty());
   CHECK(!mullet::util::exists(early_path));
+}
+
+namespace {
+
+// A chain of `depth` directories named "d" below `top`, made through
+// descriptors (its path soon outgrows PATH_MAX); `at_bottom` gets the
+// deepest one's descriptor.
+void make_chain(const std::string& top, int depth, const std::function<void(int)>& at_bottom = {}) {
+  UniqueFd current(::open(top.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(current);
+  for (int level = 0; level < depth; ++level) {
+    REQUIRE(::mkdirat(current.get(), "d", 0755) == 0);
+    current.reset(::openat(current.get(), "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(current);
+  }
+  if (at_bottom) at_bottom(current.get());
+}
+
+// The mode of the directory `depth` levels down the chain below `top`.
+mode_t chain_mode_at(const std::string& top, int depth) {
+  UniqueFd current(::open(top.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  for (int level = 0; level < depth; ++level) current.reset(::openat(current.get(), "d", O_PATH | O_CLOEXEC));
+  struct stat info {};
+  REQUIRE(::fstat(current.get(), &info) == 0);
+  return info.st_mode & 07777;
+}
+
+void add_setuid_file(int dir_fd) {
+  const UniqueFd file(::openat(dir_fd, "suid", O_WRONLY | O_CREAT | O_CLOEXEC, 0755));
+  REQUIRE(file);
+  REQUIRE(::fchmod(file.get(), 04755) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("a tree nested deeper than max_walk_depth: no walk follows it down") {
+  static_assert(mullet::util::max_walk_depth == 128);
+  ScratchDir dir;
+  const std::string deep = dir / "deep";
+  const std::string shallow = dir / "shallow";
+  fs::create_directory(deep);
+  fs::create_directory(shallow);
+  // 3000 levels: a walk of one stack frame and one descriptor per level
+  // would have needed more of both than a test process has to spare.
+  make_chain(deep, 3000, add_setuid_file);
+  make_chain(shallow, mullet::util::max_walk_depth - 1, add_setuid_file);
+
+  SUBCASE("disk_usage: deeper is over any limit; a tree just within is counted") {
+    CHECK(disk_usage(deep) == mullet::util::disk_usage_too_deep);
+    CHECK(disk_usage(deep, 1) > 1);
+    const std::uint64_t within = disk_usage(shallow);
+    CHECK(within >= (mullet::util::max_walk_depth - 1) * mullet::util::min_entry_bytes);
+    CHECK(within < mullet::util::disk_usage_too_deep);
+  }
+  SUBCASE("strip_unsafe_modes closes the directory at the limit and enters nothing below") {
+    make_file(deep + "/suid");
+    REQUIRE(::chmod((deep + "/suid").c_str(), 04755) == 0);
+    CHECK_NOTHROW(mullet::util::strip_unsafe_modes(deep));
+    CHECK(mode_of(deep + "/suid") == 0755);
+    CHECK(chain_mode_at(deep, mullet::util::max_walk_depth - 1) == 0755);
+    CHECK(chain_mode_at(deep, mullet::util::max_walk_depth) == 0700);
+    CHECK(chain_mode_at(deep, mullet::util::max_walk_depth + 1) == 0755);  // never entered
+    // Just within the limit, everything is walked, the setuid bit at the bottom cleared.
+    CHECK_NOTHROW(mullet::util::strip_unsafe_modes(shallow));
+    CHECK(chain_mode_at(shallow, mullet::util::max_walk_depth - 1) == 0755);
+    std::string bottom = shallow;
+    for (int level = 0; level < mullet::util::max_walk_depth - 1; ++level) bottom += "/d";
+    CHECK(mode_of(bottom + "/suid") == 0755);
+  }
+  SUBCASE("chown_tree refuses, naming the depth") {
+    try {
+      mullet::util::chown_tree(deep, ::getuid(), ::getgid());
+      FAIL("a tree deeper than the limit was walked");
+    } catch (const Error& error) {
+      CHECK(std::string(error.what()).find("nested deeper than 128 directories") != std::string::npos);
+    }
+    CHECK_NOTHROW(mullet::util::chown_tree(shallow, ::getuid(), ::getgid()));
+  }
+  SUBCASE("remove_tree removes it with few descriptors, around a name of its own already there") {
+    fs::create_directory(deep + "/.mullet-deep-0");
+    fs::create_directory(deep + "/.mullet-deep-1");
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      const struct rlimit few { 200, 200 };
+      if (::setrlimit(RLIMIT_NOFILE, &few) != 0) ::_exit(98);
+      try {
+        remove_tree(deep);
+      } catch (...) {
+        ::_exit(1);
+      }
+      ::_exit(0);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK_FALSE(exists_no_follow(deep));
+  }
+}
+
+TEST_CASE("disk_usage counts what empty files and short symlinks cost") {
+  ScratchDir dir;
+  for (int index = 0; index < 100; ++index) {
+    make_file(dir / ("empty-" + std::to_string(index)), "");
+    fs::create_symlink("x", dir / ("link-" + std::to_string(index)));
+  }
+  CHECK(disk_usage(dir.path()) >= 200 * mullet::util::min_entry_bytes);
 }
