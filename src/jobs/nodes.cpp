@@ -7,40 +7,40 @@
 
 namespace mullet::jobs {
 
+namespace {
+
+// What a node and a job of one node both hold, in one list, copied either
+// way: a field added to both is seen by node_view and node_from_view alike.
+template <typename From, typename To>
+void copy_run_fields(const From& from, To& to) {
+  to.executor = from.executor;
+  to.state = from.state;
+  to.result = from.result;
+  to.error = from.error;
+  to.finished_at = from.finished_at;
+  to.phases = from.phases;
+  to.snapshot_warnings = from.snapshot_warnings;
+  to.report = from.report;
+  to.cost_usd = from.cost_usd;
+  to.attempts = from.attempts;
+  to.changes = from.changes;
+  to.progress = from.progress;
+}
+
+}  // namespace
+
 JobRecord node_view(const JobRecord& job, int number) {
   const NodeRecord& node = job.nodes.at(static_cast<std::size_t>(number - 1));
   JobRecord view = job;
   view.nodes.clear();
-  view.executor = node.executor;
-  view.state = node.state;
-  view.result = node.result;
-  view.error = node.error;
-  view.finished_at = node.finished_at;
-  view.phases = node.phases;
-  view.snapshot_warnings = node.snapshot_warnings;
-  view.report = node.report;
-  view.cost_usd = node.cost_usd;
-  view.attempts = node.attempts;
-  view.changes = node.changes;
-  view.progress = node.progress;
+  copy_run_fields(node, view);
   return view;
 }
 
 NodeRecord node_from_view(const JobRecord& view, int number) {
   NodeRecord node;
   node.number = number;
-  node.executor = view.executor;
-  node.state = view.state;
-  node.result = view.result;
-  node.error = view.error;
-  node.finished_at = view.finished_at;
-  node.phases = view.phases;
-  node.snapshot_warnings = view.snapshot_warnings;
-  node.report = view.report;
-  node.cost_usd = view.cost_usd;
-  node.attempts = view.attempts;
-  node.changes = view.changes;
-  node.progress = view.progress;
+  copy_run_fields(view, node);
   return node;
 }
 

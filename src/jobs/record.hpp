@@ -118,7 +118,8 @@ inline constexpr int max_nodes = 16;
 // One node of a job of several (`run --nodes N`, `--node`): the same task,
 // run in a clone of its own, with its own sandbox, attempts, gates and logs.
 // The fields mean what JobRecord's fields of the same names mean for a job of
-// one node.
+// one node, and are copied between the two in one place (nodes.cpp,
+// copy_run_fields).
 struct NodeRecord {
   int number = 0;  // 1..max_nodes, its place in JobRecord::nodes
   ExecutorRecord executor;

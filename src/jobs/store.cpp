@@ -246,6 +246,12 @@ void JobStore::expect_commit(const std::string& id, const std::string& field, co
 }
 
 std::string JobStore::resolve(const std::string& prefix) const {
+  // `stop`, `discard`, `wait` and `shell` act on a whole job: a node's
+  // address is answered as such, not as a job nobody has.
+  if (const auto address = parse_job_address(prefix, max_nodes); address && address->node != 0) {
+    throw usage_error("'" + prefix + "' names one node of a job; this command acts on a whole job",
+                      "name the job alone: " + address->job);
+  }
   return value_or_throw(match_job_id(ids(), prefix));
 }
 

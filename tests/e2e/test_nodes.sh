@@ -158,6 +158,14 @@ test_no_node_passes_merge_refuses_and_names_one_node() {
   assert_eq "$(git cat-file blob "mullet/$JOB-2:n.txt")" 2 "node 2's result"
   expect_exit 2 git mullet run --continue "$JOB" -m "more"
   assert_contains "$ERR" "has several nodes" "run --continue"
+  # The commands that act on a whole job answer a node's address as one,
+  # naming the job to give instead; nothing is stopped or discarded.
+  local cmd
+  for cmd in discard stop wait shell; do
+    expect_exit 2 git mullet "$cmd" "$JOB/2"
+    assert_contains "$ERR" "'$JOB/2' names one node of a job" "$cmd of a node's address"
+    assert_contains "$ERR" "name the job alone: $JOB" "$cmd's hint"
+  done
   # Discard takes every node's directory with the job's.
   assert_exists "$(job_dir "$JOB")/nodes/2"
   expect_exit 0 git mullet discard "$JOB"
