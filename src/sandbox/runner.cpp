@@ -129,7 +129,6 @@ std::uint64_t host_shared_memory_bytes() {
   return std::strtoull(meminfo.c_str() + at + 8, nullptr, 10) * 1024ULL;
 }
 
-constexpr std::int64_t watch_tick_ms = 250;
 // The wall check's report: "ok\n", or "fail: <why>".
 constexpr std::size_t report_cap = 4096;
 // The end of the output, kept to explain a sandbox that never became ready.
@@ -288,7 +287,7 @@ struct Watched {
 };
 
 // Relays the sandbox's output and feeds its input until bwrap and everything
-// inside have closed their pipes; after every wake-up (at least every 250 ms)
+// inside have closed their pipes; after every wake-up (at least every watch_tick_ms)
 // asks the watchdogs, and kills the sandbox on the first reason.
 Watched watch_sandbox(const Plan& plan, const RunIo& io, SandboxPipes& pipes, const util::Child& bwrap,
                       Watchdogs& watchdogs, std::int64_t started) {

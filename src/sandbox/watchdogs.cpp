@@ -5,12 +5,7 @@
 namespace mullet::sandbox {
 namespace {
 
-constexpr std::int64_t memory_interval_ms = 500;
-constexpr std::int64_t stall_interval_ms = 500;
 constexpr int stalled_checks_to_stop = 2;
-constexpr std::int64_t disk_glance_interval_ms = 250;
-constexpr std::int64_t disk_count_min_interval_ms = 250;
-constexpr std::int64_t disk_count_max_interval_ms = 5000;
 // The exact count may take 1/20 of the time between counts.
 constexpr std::int64_t disk_count_cost_factor = 20;
 

@@ -3,7 +3,8 @@
 // the measurements it was given (functions, so tests inject them and a costly
 // one is taken only when due) and answers "keep going" or why the sandbox
 // must stop. The runner asks every one, in a fixed order, after every
-// wake-up of its poll loop (at least every 250 ms); the first reason wins.
+// wake-up of its poll loop (at least every watch_tick_ms); the first reason
+// wins.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,17 @@
 #include "sandbox/stop_reason.hpp"
 
 namespace mullet::sandbox {
+
+// How often each measurement is due, in milliseconds. Short, because a
+// worker writes or allocates hundreds of MiB in a quarter of a second: the
+// glances are cheap (statvfs, the sandbox's /proc entries), and the exact
+// disk count keeps itself to ~5% of a core however large the tree.
+inline constexpr std::int64_t watch_tick_ms = 50;
+inline constexpr std::int64_t memory_interval_ms = 100;
+inline constexpr std::int64_t stall_interval_ms = 500;
+inline constexpr std::int64_t disk_glance_interval_ms = 50;
+inline constexpr std::int64_t disk_count_min_interval_ms = 50;
+inline constexpr std::int64_t disk_count_max_interval_ms = 5000;
 
 // What every watchdog is told, in monotonic milliseconds.
 struct Observation {
@@ -118,11 +130,12 @@ struct DiskProbes {
 };
 
 // "disk" once the sandbox uses more than `limit_bytes` (0: none). The glance
-// at free space runs every 250 ms and is taken as the baseline at
+// at free space runs every disk_glance_interval_ms and is taken as the
+// baseline at
 // construction. Other writers share the file system, so the glance alone
 // stops a sandbox only at twice the limit; past the limit it brings the exact
-// count forward, which otherwise runs as often as it stays cheap: every
-// 250 ms for a small tree, less often for a large one (at most ~5% of one
+// count forward, which otherwise runs as often as it stays cheap: at every
+// glance for a small tree, less often for a large one (at most ~5% of one
 // core, every 5 s at the least).
 class DiskWatchdog final : public Watchdog {
  public:
@@ -135,7 +148,7 @@ class DiskWatchdog final : public Watchdog {
   std::uint64_t m_free_at_start;
   std::int64_t m_last_glance_ms;
   std::int64_t m_last_count_ms;
-  std::int64_t m_count_interval_ms = 250;
+  std::int64_t m_count_interval_ms = disk_count_min_interval_ms;
 };
 
 using Watchdogs = std::vector<std::unique_ptr<Watchdog>>;

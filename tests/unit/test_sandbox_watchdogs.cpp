@@ -125,7 +125,8 @@ TEST_CASE("watchdog: inactivity counts from the last output") {
   CHECK(unlimited.check({started + 1000LL * 1000 * 1000, started}) == keep_going);
 }
 
-TEST_CASE("watchdog: memory is measured every 500 ms and stops the sandbox above the limit") {
+TEST_CASE("watchdog: memory is measured every memory_interval_ms and stops the sandbox above the limit") {
+  using mullet::sandbox::memory_interval_ms;
   std::uint64_t bytes = 0;
   int measured = 0;
   MemoryWatchdog watchdog(started, 64, [&] {
@@ -133,15 +134,15 @@ TEST_CASE("watchdog: memory is measured every 500 ms and stops the sandbox above
     return bytes;
   });
   bytes = 100 * mib;  // far over, but not yet due
-  CHECK(watchdog.check(at(499)) == keep_going);
+  CHECK(watchdog.check(at(memory_interval_ms - 1)) == keep_going);
   CHECK(measured == 0);
   bytes = 64 * mib;  // exactly the limit is within it
-  CHECK(watchdog.check(at(500)) == keep_going);
+  CHECK(watchdog.check(at(memory_interval_ms)) == keep_going);
   CHECK(measured == 1);
   bytes = 64 * mib + 1;
-  CHECK(watchdog.check(at(999)) == keep_going);  // 499 ms after the last measurement
+  CHECK(watchdog.check(at(2 * memory_interval_ms - 1)) == keep_going);  // not due since the last measurement
   CHECK(measured == 1);
-  CHECK(watchdog.check(at(1000)) == StopReason::memory);
+  CHECK(watchdog.check(at(2 * memory_interval_ms)) == StopReason::memory);
   CHECK(measured == 2);
 
   MemoryWatchdog unlimited(started, 0, [&] {
@@ -152,80 +153,96 @@ TEST_CASE("watchdog: memory is measured every 500 ms and stops the sandbox above
   CHECK(measured == 2);  // never measured
 }
 
-TEST_CASE("watchdog: a stall stops the sandbox when seen twice in a row, 500 ms apart") {
+TEST_CASE("watchdog: a stall stops the sandbox when seen twice in a row, stall_interval_ms apart") {
+  using mullet::sandbox::stall_interval_ms;
+  const auto step = stall_interval_ms;
   std::vector<bool> answers;
   std::size_t asked = 0;
   StallWatchdog watchdog(started, [&] { return answers.at(asked++); });
   answers = {true, false, true, true};
-  CHECK(watchdog.check(at(499)) == keep_going);
+  CHECK(watchdog.check(at(step - 1)) == keep_going);
   CHECK(asked == 0);
-  CHECK(watchdog.check(at(500)) == keep_going);  // once
-  CHECK(watchdog.check(at(800)) == keep_going);  // not due: nothing asked
+  CHECK(watchdog.check(at(step)) == keep_going);             // once
+  CHECK(watchdog.check(at(step + step / 2)) == keep_going);  // not due: nothing asked
   CHECK(asked == 1);
-  CHECK(watchdog.check(at(1000)) == keep_going);           // running again: starts over
-  CHECK(watchdog.check(at(1500)) == keep_going);           // once
-  CHECK(watchdog.check(at(2000)) == StopReason::stalled);  // twice in a row
+  CHECK(watchdog.check(at(2 * step)) == keep_going);           // running again: starts over
+  CHECK(watchdog.check(at(3 * step)) == keep_going);           // once
+  CHECK(watchdog.check(at(4 * step)) == StopReason::stalled);  // twice in a row
   CHECK(asked == 4);
 }
 
-TEST_CASE("watchdog: disk takes the free space at the start and glances at it every 250 ms") {
+TEST_CASE("watchdog: the poll loop's tick is no longer than the shortest interval") {
+  using namespace mullet::sandbox;
+  // A longer tick would make the glances late whatever their interval says.
+  CHECK(watch_tick_ms <= disk_glance_interval_ms);
+  CHECK(watch_tick_ms <= memory_interval_ms);
+}
+
+TEST_CASE("watchdog: disk takes the free space at the start and glances at it every disk_glance_interval_ms") {
+  using mullet::sandbox::disk_glance_interval_ms;
+  const auto glance = disk_glance_interval_ms;
   FakeDisk disk;
   DiskWatchdog watchdog(started, 10 * mib, disk.probes());
   CHECK(disk.glances == 1);  // the baseline
-  CHECK(disk.check(watchdog, 249) == keep_going);
+  CHECK(disk.check(watchdog, glance - 1) == keep_going);
   CHECK(disk.glances == 1);
-  CHECK(disk.check(watchdog, 250) == keep_going);
+  CHECK(disk.check(watchdog, glance) == keep_going);
   CHECK(disk.glances == 2);
   CHECK(disk.counts == 1);  // a cheap tree: counted as often as glanced at
-  CHECK(disk.check(watchdog, 500) == keep_going);
+  CHECK(disk.check(watchdog, 2 * glance) == keep_going);
   CHECK(disk.counts == 2);
 }
 
 TEST_CASE("watchdog: disk stops the sandbox when the exact count is over the limit") {
+  using mullet::sandbox::disk_glance_interval_ms;
   FakeDisk disk;
   DiskWatchdog watchdog(started, 10 * mib, disk.probes());
   disk.used = 10 * mib;
-  CHECK(disk.check(watchdog, 250) == keep_going);
+  CHECK(disk.check(watchdog, disk_glance_interval_ms) == keep_going);
   disk.used = 10 * mib + 1;
-  CHECK(disk.check(watchdog, 500) == StopReason::disk);
+  CHECK(disk.check(watchdog, 2 * disk_glance_interval_ms) == StopReason::disk);
 }
 
-TEST_CASE("watchdog: a slow exact count runs less often, every 5 s at the least") {
+TEST_CASE("watchdog: a slow exact count runs less often, every disk_count_max_interval_ms at the least") {
+  using namespace mullet::sandbox;
+  const auto glance = disk_glance_interval_ms;
   FakeDisk disk;
   DiskWatchdog watchdog(started, 10 * mib, disk.probes());
   disk.count_takes_ms = 100;  // 20 times that: every 2 s
-  CHECK(disk.check(watchdog, 250) == keep_going);
+  CHECK(disk.check(watchdog, glance) == keep_going);
   CHECK(disk.counts == 1);
   disk.used = 20 * mib;  // over, but not counted until due
-  CHECK(disk.check(watchdog, 2000) == keep_going);
+  CHECK(disk.check(watchdog, glance + 2000 - glance) == keep_going);
   CHECK(disk.counts == 1);
-  CHECK(disk.check(watchdog, 2250) == StopReason::disk);
+  CHECK(disk.check(watchdog, glance + 2000) == StopReason::disk);
   CHECK(disk.counts == 2);
 
   FakeDisk huge;
   DiskWatchdog capped(started, 10 * mib, huge.probes());
   huge.count_takes_ms = 60000;
-  CHECK(huge.check(capped, 250) == keep_going);
-  CHECK(huge.check(capped, 5000) == keep_going);
+  CHECK(huge.check(capped, glance) == keep_going);
+  CHECK(huge.check(capped, glance + disk_count_max_interval_ms - glance) == keep_going);
   CHECK(huge.counts == 1);
-  CHECK(huge.check(capped, 5250) == keep_going);
+  CHECK(huge.check(capped, glance + disk_count_max_interval_ms) == keep_going);
   CHECK(huge.counts == 2);
 }
 
 TEST_CASE("watchdog: free space gone past the limit brings the count forward; past twice the limit it stops alone") {
+  using mullet::sandbox::disk_glance_interval_ms;
+  const auto glance = disk_glance_interval_ms;
   FakeDisk disk;
   DiskWatchdog watchdog(started, 10 * mib, disk.probes());
   disk.count_takes_ms = 250;  // counts every 5 s
-  CHECK(disk.check(watchdog, 250) == keep_going);
+  CHECK(disk.check(watchdog, glance) == keep_going);
   CHECK(disk.counts == 1);
   // Another writer on the same file system: the count clears the sandbox.
   disk.free -= 15 * mib;
-  CHECK(disk.check(watchdog, 500) == keep_going);
+  CHECK(disk.check(watchdog, 2 * glance) == keep_going);
   CHECK(disk.counts == 2);
   // Past twice the limit the glance is enough, whatever the count says
   // (files unlinked while open are in no count).
   disk.free -= 6 * mib;
-  CHECK(disk.check(watchdog, 750) == StopReason::disk);
+  CHECK(disk.check(watchdog, 3 * glance) == StopReason::disk);
   CHECK(disk.counts == 3);
 }
 
