@@ -31,33 +31,24 @@ std::string shown_state(const jobs::JobSummary& job) {
 
 // Newest first: by creation time to the millisecond, then by the
 // repository's sequence (two jobs in one tick), then by id; damaged records,
-// whose times are not trusted, last.
-void sort_newest_first(std::vector<jobs::JobSummary>& jobs) {
-  // Each key once (parsing a time costs more than comparing), and the keys
-  // sorted rather than the summaries, which are large to move.
+// whose times are not trusted, last. The order is of pointers into `jobs`:
+// summaries are large, and ten thousand of them are not moved to be listed.
+std::vector<const jobs::JobSummary*> newest_first(const std::vector<jobs::JobSummary>& jobs) {
+  // Each key once: parsing a time costs more than comparing.
   using Key = std::tuple<bool, std::int64_t, std::int64_t>;
-  std::vector<std::pair<Key, std::size_t>> keyed;
+  std::vector<std::pair<Key, const jobs::JobSummary*>> keyed;
   keyed.reserve(jobs.size());
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    const auto& job = jobs[i];
+  for (const auto& job : jobs) {
     const auto created = job.damage.empty() ? util::parse_utc_ms(job.record.created_at) : std::nullopt;
-    keyed.emplace_back(Key{job.damage.empty(), created.value_or(0), job.record.sequence}, i);
+    keyed.emplace_back(Key{job.damage.empty(), created.value_or(0), job.record.sequence}, &job);
   }
-  std::sort(keyed.begin(), keyed.end(), [&jobs](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : jobs[a.second].id < jobs[b.second].id;
+  std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second->id < b.second->id;
   });
-  // Placed by following each cycle of the permutation: no second vector.
-  std::vector<bool> placed(jobs.size(), false);
-  for (std::size_t start = 0; start < jobs.size(); ++start) {
-    if (placed[start]) continue;
-    std::size_t at = start;
-    while (keyed[at].second != start) {
-      std::swap(jobs[at], jobs[keyed[at].second]);
-      placed[at] = true;
-      at = keyed[at].second;
-    }
-    placed[at] = true;
-  }
+  std::vector<const jobs::JobSummary*> order;
+  order.reserve(keyed.size());
+  for (const auto& entry : keyed) order.push_back(entry.second);
+  return order;
 }
 
 std::vector<std::string> wanted_states(const std::vector<std::string>& given) {
@@ -141,7 +132,7 @@ void append_row(std::vector<std::string>& cells, const jobs::JobSummary& job, st
 
 // One line per job; on a terminal a header and titles cut to the width.
 // Piped, no header, so every line is a job.
-std::string table(const std::vector<jobs::JobSummary>& jobs) {
+std::string table(const std::vector<const jobs::JobSummary*>& jobs) {
   const std::size_t columns = terminal_columns();
   std::vector<std::string> cells;
   cells.reserve((jobs.size() + 1) * table_columns);
@@ -151,7 +142,7 @@ std::string table(const std::vector<jobs::JobSummary>& jobs) {
     }
   }
   const std::int64_t now = util::epoch_ms();
-  for (const auto& job : jobs) append_row(cells, job, now);
+  for (const auto* job : jobs) append_row(cells, *job, now);
   std::vector<std::size_t> widths(table_columns - 1, 0);
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const std::size_t column = i % table_columns;
@@ -182,12 +173,12 @@ int list(const ListOptions& options) {
   // Listing only reads our own summaries; checking every object's hash costs
   // a quarter of the time and guards nothing here.
   git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0);
-  auto jobs = jobs::JobStore(repo).summaries();
-  const bool none_at_all = jobs.empty();
-  sort_newest_first(jobs);
+  const auto summaries = jobs::JobStore(repo).summaries();
+  const bool none_at_all = summaries.empty();
+  auto jobs = newest_first(summaries);
   if (!states.empty()) {
-    std::erase_if(jobs, [&](const auto& job) {
-      return std::find(states.begin(), states.end(), shown_state(job)) == states.end();
+    std::erase_if(jobs, [&](const auto* job) {
+      return std::find(states.begin(), states.end(), shown_state(*job)) == states.end();
     });
   }
   if (options.count > 0 && jobs.size() > static_cast<std::size_t>(options.count)) {
@@ -195,7 +186,8 @@ int list(const ListOptions& options) {
   }
   if (options.json) {
     nlohmann::json array = nlohmann::json::array();
-    for (const auto& job : jobs) {
+    for (const auto* listed : jobs) {
+      const auto& job = *listed;
       if (!job.damage.empty()) {
         array.push_back({{"id", job.id}, {"state", damaged_state}, {"error", job.damage}});
         continue;
