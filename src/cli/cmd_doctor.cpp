@@ -106,7 +106,11 @@ sandbox::Check work_tree_check(const config::Settings& settings, const git::Repo
   const jobs::WorkTreeChoice choice = jobs::choose_work_tree(*repo, settings);
   check.detail = choice.why;
   check.ok = choice.overlay || settings.sandbox.work_tree == config::WorkTree::checkout;
-  if (!check.ok) check.fix = "jobs still run, each with a full checkout (slower to start, more disk)";
+  if (!choice.refused.empty()) {
+    check.fix = "jobs are refused: " + choice.refused + "; set [sandbox] work_tree = \"auto\"";
+  } else if (!check.ok) {
+    check.fix = "jobs still run, each with a full checkout (slower to start, more disk)";
+  }
   return check;
 }
 

@@ -166,9 +166,15 @@ const std::vector<KeySpec>& schema() {  // NOLINT(readability-function-size)
        [](Settings& settings, const Value& value) { settings.sandbox.history = history_of(value); }},
       {"sandbox.work_tree", Kind::string, RepoRule::user_only, std::string("auto"), text(name_bytes),
        "how a job's work tree is made: auto (an overlay of the base's pristine checkout, shared by the jobs on that "
-       "base, where the kernel allows it, else a checkout of its own), checkout (always a checkout of its own)",
+       "base: kernel overlayfs where the kernel allows it, else fuse-overlayfs where it can mount, else a checkout "
+       "of its own), overlay (kernel overlayfs or the job is refused), fuse-overlayfs (fuse-overlayfs or the job is "
+       "refused), checkout (always a checkout of its own)",
        [](Settings& settings, const Value& value) {
-         settings.sandbox.work_tree = text_of(value) == "checkout" ? WorkTree::checkout : WorkTree::automatic;
+         const std::string word = text_of(value);
+         settings.sandbox.work_tree = word == "checkout"         ? WorkTree::checkout
+                                      : word == "overlay"        ? WorkTree::overlay
+                                      : word == "fuse-overlayfs" ? WorkTree::fuse
+                                                                 : WorkTree::automatic;
        }},
       // 0x70000000: far above users, system services and the container ranges
       // (systemd leaves 0x70000000..0x7ffdffff unassigned). 0 is root and
@@ -423,7 +429,9 @@ std::string validate(const KeySpec& spec, const Value& value) {
   }
   if (key == "sandbox.work_tree") {
     const auto& word = std::get<std::string>(value);
-    if (word != "auto" && word != "checkout") return "must be auto or checkout (not '" + word + "')";
+    if (word != "auto" && word != "overlay" && word != "fuse-overlayfs" && word != "checkout") {
+      return "must be auto, overlay, fuse-overlayfs or checkout (not '" + word + "')";
+    }
   }
   if (key == "sandbox.env") {
     for (const auto& name : std::get<std::vector<std::string>>(value)) {

@@ -57,9 +57,11 @@ enum class History { all, base, none };
 std::string_view history_name(History history);
 
 // How a job's work tree is made (`[sandbox] work_tree`): an overlay of the
-// base's shared pristine checkout where the kernel allows one, else a
-// checkout of its own; or always a checkout of its own.
-enum class WorkTree { automatic, checkout };
+// base's shared pristine checkout by kernel overlayfs where the kernel allows
+// one, else by fuse-overlayfs, else a checkout of its own (automatic); only
+// kernel overlayfs (overlay) or only fuse-overlayfs (fuse), refusing the job
+// otherwise; or always a checkout of its own.
+enum class WorkTree { automatic, overlay, fuse, checkout };
 
 struct SandboxSettings {
   std::vector<std::string> env;  // extra variable names let in

@@ -29,13 +29,43 @@ bool is_whiteout(const struct stat& info) {
   return S_ISCHR(info.st_mode) && info.st_rdev == makedev(0, 0);
 }
 
+constexpr const char* fuse_whiteout_prefix = ".wh.";
+constexpr const char* fuse_opaque_marker = ".wh..wh..opq";
+
+bool has_fuse_whiteout_prefix(const std::string& name) {
+  return name.rfind(fuse_whiteout_prefix, 0) == 0;
+}
+
+// Whether fuse-overlayfs hides `name` of the upper directory `dir_fd`: a
+// `.wh.` name (a marker, never shown), or one with a `.wh.` marker beside it.
+bool fuse_hidden(int dir_fd, const std::string& name) {
+  if (has_fuse_whiteout_prefix(name)) return true;
+  struct stat marker {};
+  return ::fstatat(dir_fd, (fuse_whiteout_prefix + name).c_str(), &marker, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+// As fuse-overlayfs 1.10 decides: the first of its three xattr names the
+// directory has, value starting with 'y'; with none, a `.wh..wh..opq` entry.
+bool fuse_opaque(int dir_fd) {
+  for (const char* name : {"trusted.overlay.opaque", "user.overlay.opaque", "user.fuseoverlayfs.opaque"}) {
+    char value[16] = {};
+    const ssize_t length = ::fgetxattr(dir_fd, name, value, sizeof value);
+    if (length > 0) return value[0] == 'y';
+    if (length == 0) return false;
+    if (errno != ENODATA && errno != ENOTSUP) return false;
+  }
+  struct stat marker {};
+  return ::fstatat(dir_fd, fuse_opaque_marker, &marker, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 // The .gitignore files of the merged view, along the paths the upper dir
 // touches, copied into a scratch work tree of a scratch git dir, which
 // libgit2 is then asked about. The worker's .gitignore files are read by us
 // (O_NOFOLLOW, regular files only), never by libgit2.
 class MergedIgnores {
  public:
-  MergedIgnores(detail::EntryRecorder& entries, const git_oid& base_tree) : m_entries(entries), m_head(base_tree) {}
+  MergedIgnores(detail::EntryRecorder& entries, const git_oid& base_tree, bool fuse)
+      : m_entries(entries), m_head(base_tree), m_fuse(fuse) {}
 
   // Entering directory `rel` of the upper dir (`dir_fd`), whose lower
   // contents (the base's subtree) are `lower`, or none under an opaque
@@ -45,6 +75,7 @@ class MergedIgnores {
   bool enter(int dir_fd, const std::string& rel, const git_tree* lower, bool parent_safe) {
     struct stat info {};
     std::optional<std::string> content;
+    if (m_fuse && fuse_hidden(dir_fd, ".gitignore")) return parent_safe;
     if (::fstatat(dir_fd, ".gitignore", &info, AT_SYMLINK_NOFOLLOW) == 0) {
       if (is_whiteout(info)) return parent_safe;
       if (!S_ISREG(info.st_mode) || info.st_size > detail::max_gitignore_bytes) return unusable(rel);
@@ -134,6 +165,7 @@ class MergedIgnores {
 
   detail::EntryRecorder& m_entries;
   git_oid m_head;
+  bool m_fuse;
   std::vector<std::pair<std::string, std::string>> m_pending;  // (directory, .gitignore) not written yet
   bool m_any_rules = false;
   util::TempDir m_scratch;
@@ -144,7 +176,10 @@ class UpperWalker {
  public:
   UpperWalker(const Repository& user_repo, const git_oid& base_tree, const std::string& opaque_xattr,
               const SnapshotOptions& options, Snapshot& result)
-      : m_entries(user_repo, options, result), m_ignores(m_entries, base_tree), m_opaque_xattr(opaque_xattr) {}
+      : m_entries(user_repo, options, result),
+        m_ignores(m_entries, base_tree, opaque_xattr == fuse_overlayfs_upper),
+        m_opaque_xattr(opaque_xattr),
+        m_fuse(opaque_xattr == fuse_overlayfs_upper) {}
 
   // Directory `rel` of the upper dir. `base` is the base's subtree at `rel`
   // (what is tracked there), or null; `merged` says whether its entries show
@@ -158,13 +193,15 @@ class UpperWalker {
     TreeBuilderPtr builder = m_entries.new_builder(lower);
     for (const auto& name : m_entries.list(dir_fd, rel)) {
       if (m_entries.is_git_dir_entry(name, rel)) continue;
+      if (m_fuse && fuse_hidden(dir_fd, name)) {
+        remove_entry(builder.get(), has_fuse_whiteout_prefix(name) ? name.substr(4) : name);
+        continue;
+      }
       const git_tree_entry* tracked = base != nullptr ? git_tree_entry_byname(base, name.c_str()) : nullptr;
       const auto entry = record(dir_fd, rel, name, tracked, merged, safe_here, depth);
       if (entry && m_entries.insert(builder.get(), name, rel + name, *entry)) continue;
       // Deleted, or left out: what the lower dir had there is not kept.
-      if (git_treebuilder_get(builder.get(), name.c_str()) != nullptr) {
-        check(git_treebuilder_remove(builder.get(), name.c_str()), "cannot build a tree");
-      }
+      remove_entry(builder.get(), name);
     }
     return m_entries.write(builder.get());
   }
@@ -172,6 +209,12 @@ class UpperWalker {
   git_oid empty_tree() { return m_entries.empty_tree(); }
 
  private:
+  static void remove_entry(git_treebuilder* builder, const std::string& name) {
+    if (!name.empty() && git_treebuilder_get(builder, name.c_str()) != nullptr) {
+      check(git_treebuilder_remove(builder, name.c_str()), "cannot build a tree");
+    }
+  }
+
   std::optional<TreeEntry> record(int dir_fd, const std::string& rel, const std::string& name,
                                   const git_tree_entry* tracked, bool merged, bool ignore_safe, int depth) {
     const std::string path = rel + name;
@@ -216,6 +259,7 @@ class UpperWalker {
 
   // As overlayfs decides: the mount's own xattr name, value exactly "y".
   bool opaque(int dir_fd) const {
+    if (m_fuse) return fuse_opaque(dir_fd);
     char value[2] = {};
     const ssize_t length = ::fgetxattr(dir_fd, m_opaque_xattr.c_str(), value, sizeof value);
     return length == 1 && value[0] == 'y';
@@ -224,13 +268,15 @@ class UpperWalker {
   detail::EntryRecorder m_entries;
   MergedIgnores m_ignores;
   std::string m_opaque_xattr;
+  bool m_fuse;
 };
 
 }  // namespace
 
 Snapshot take_upper_snapshot(const Repository& user_repo, const git_oid& base_tree, const std::string& upper_dir,
                              const std::string& opaque_xattr, const SnapshotOptions& options) {
-  if (opaque_xattr != overlay_opaque_xattr_root && opaque_xattr != overlay_opaque_xattr_user) {
+  if (opaque_xattr != overlay_opaque_xattr_root && opaque_xattr != overlay_opaque_xattr_user &&
+      opaque_xattr != fuse_overlayfs_upper) {
     throw failure("internal error: not an overlayfs opaque xattr: " + util::terminal_safe(opaque_xattr));
   }
   if (options.base_tree && git_oid_cmp(&*options.base_tree, &base_tree) != 0) {

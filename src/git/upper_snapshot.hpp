@@ -27,10 +27,17 @@ namespace mullet::git {
 // (mount option userxattr).
 inline constexpr const char* overlay_opaque_xattr_root = "trusted.overlay.opaque";
 inline constexpr const char* overlay_opaque_xattr_user = "user.overlay.opaque";
+// fuse-overlayfs's upper dir (1.10, its daemon not root), read as it reads
+// it: a name with a `.wh.NAME` beside it, a `.wh.`-prefixed name itself and a
+// character device 0/0 are not there (the first two hide NAME); a directory
+// is opaque by the first of trusted.overlay.opaque, user.overlay.opaque,
+// user.fuseoverlayfs.opaque it has (value starting with "y"), else by a
+// `.wh..wh..opq` entry in it.
+inline constexpr const char* fuse_overlayfs_upper = "user.fuseoverlayfs.opaque";
 
 // `base_tree` is the tree the lower dir holds; `upper_dir` the overlay's upper
 // dir (host path); `opaque_xattr` the name the mount used (one of the two
-// above) - no other name is ever honoured. options.base_tree, when set, must
+// above) - no other name is ever honoured - or fuse_overlayfs_upper. options.base_tree, when set, must
 // equal `base_tree` (excluded top-level directories keep the base's entries).
 Snapshot take_upper_snapshot(const Repository& user_repo, const git_oid& base_tree, const std::string& upper_dir,
                              const std::string& opaque_xattr, const SnapshotOptions& options);

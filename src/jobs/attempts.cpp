@@ -36,9 +36,9 @@ class JobRun {
     make_private_job_dir(m_job.repo, m_record.id, m_paths.below);
     if (!util::exists(m_paths.empty_file)) util::write_file(m_paths.empty_file, "", 0444);
     m_objects = prepare_sandbox_objects(m_job.repo, m_settings.sandbox.history, git::oid_from_string(m_record.base));
-    const WorkTreeChoice choice = choose_work_tree(m_job.repo, m_settings);
+    const WorkTreeChoice choice = usable_work_tree(m_job.repo, m_settings);
     spdlog::debug("job {}: the work tree is {}", m_record.id, choice.why);
-    m_dirs = make_worker_tree(m_job.repo, start, m_paths, m_job.sandbox_uid, m_objects, choice.overlay);
+    m_dirs = make_worker_tree(m_job.repo, start, m_paths, m_job.sandbox_uid, m_objects, choice);
     PhaseRunner phases(m_settings, m_paths, m_objects, m_job.request.show_worker_output, m_job.sandbox_uid);
     m_phases = &phases;
 

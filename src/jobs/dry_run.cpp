@@ -29,12 +29,12 @@ std::vector<sandbox::Plan> job_plans(const git::Repository& repo, const config::
     return phase;
   };
   const SandboxObjects objects = planned_sandbox_objects(repo, settings.sandbox.history, base);
-  const WorkTreeChoice choice = choose_work_tree(repo, settings);
+  const WorkTreeChoice choice = usable_work_tree(repo, settings);
   const std::string socket_placeholder = "/tmp/mullet-proxy-XXXXXX/proxy.sock";
   const std::optional<UidRange> uids =
       ::geteuid() == 0 ? std::optional<UidRange>(sandbox_uid_range(settings.sandbox)) : std::nullopt;
   const SandboxDirs dirs =
-      planned_worker_dirs(repo, paths, base, uids ? std::optional<uid_t>(uids->first) : std::nullopt, choice.overlay);
+      planned_worker_dirs(repo, paths, base, uids ? std::optional<uid_t>(uids->first) : std::nullopt, choice);
   std::vector<sandbox::Plan> plans;
   if (!settings.run.setup.empty()) {
     const auto setup = numbered(setup_phase(settings));

@@ -7,6 +7,7 @@
 #include "git/clone.hpp"
 #include "git/pristine.hpp"
 #include "git/upper_snapshot.hpp"
+#include "sandbox/fuse_overlay.hpp"
 #include "sandbox/overlay.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
@@ -76,37 +77,94 @@ std::vector<sandbox::Mount> read_only_mounts(const SandboxDirs& dirs, const std:
   return mounts;
 }
 
-WorkTreeChoice choose_work_tree(const git::Repository& repo, const config::Settings& settings) {
-  if (settings.sandbox.work_tree == config::WorkTree::checkout) {
-    return {false, "a checkout of its own: [sandbox] work_tree = \"checkout\""};
-  }
-  const bool as_root = ::geteuid() == 0;
+namespace {
+
+// Empty when kernel overlayfs mounts here as a job would, else why not.
+std::string kernel_refusal(const git::Repository& repo) {
   // On the file system the job's directories are on; what the probe makes
   // there is gone when it returns (run --dry-run and doctor leave nothing).
-  std::string refused;
   try {
-    refused = sandbox::probe_overlay(util::real_path(repo.common_dir()), !as_root);
+    return sandbox::probe_overlay(util::real_path(repo.common_dir()), ::geteuid() != 0);
   } catch (const Error& error) {
-    refused = error.what();
+    return error.what();
   }
-  if (!refused.empty()) return {false, "a checkout of its own: this kernel refused the overlay (" + refused + ")"};
-  return {true, std::string("an overlay of the base's pristine checkout (kernel overlayfs, ") +
-                    (as_root ? "mounted as root in the staging namespace" : "in a user namespace of ours") + ")"};
+}
+
+WorkTreeChoice kernel_choice() {
+  return {true,
+          false,
+          {},
+          std::string("an overlay of the base's pristine checkout (kernel overlayfs, ") +
+              (::geteuid() == 0 ? "mounted as root in the staging namespace" : "in a user namespace of ours") + ")"};
+}
+
+WorkTreeChoice fuse_choice(const std::string& kernel_refused) {
+  return {true,
+          true,
+          {},
+          "an overlay of the base's pristine checkout (fuse-overlayfs, its daemon as the sandbox's uid" +
+              (kernel_refused.empty() ? std::string(": [sandbox] work_tree = \"fuse-overlayfs\")")
+                                      : "; the kernel refused its overlay: " + kernel_refused + ")")};
+}
+
+// How the overlay's upper dir marks opaque directories.
+std::string opaque_xattr_for(std::optional<uid_t> sandbox_uid, const WorkTreeChoice& choice) {
+  if (choice.fuse) return git::fuse_overlayfs_upper;
+  return sandbox_uid ? git::overlay_opaque_xattr_root : git::overlay_opaque_xattr_user;
+}
+
+}  // namespace
+
+WorkTreeChoice choose_work_tree(const git::Repository& repo, const config::Settings& settings) {
+  const config::WorkTree wanted = settings.sandbox.work_tree;
+  if (wanted == config::WorkTree::checkout) {
+    return {false, false, {}, "a checkout of its own: [sandbox] work_tree = \"checkout\""};
+  }
+  if (wanted == config::WorkTree::fuse) {
+    const std::string refused = sandbox::probe_fuse_overlay();
+    if (refused.empty()) return fuse_choice({});
+    return {false, false, "[sandbox] work_tree = \"fuse-overlayfs\", but " + refused, "refused: " + refused};
+  }
+  const std::string kernel = kernel_refusal(repo);
+  if (kernel.empty()) return kernel_choice();
+  if (wanted == config::WorkTree::overlay) {
+    return {false, false, "[sandbox] work_tree = \"overlay\", but this kernel refused the overlay (" + kernel + ")",
+            "refused: this kernel refused the overlay (" + kernel + ")"};
+  }
+  const std::string fuse = sandbox::probe_fuse_overlay();
+  if (fuse.empty()) return fuse_choice(kernel);
+  return {false,
+          false,
+          {},
+          "a checkout of its own: this kernel refused the overlay (" + kernel +
+              ") and fuse-overlayfs cannot serve one (" + fuse + ")"};
+}
+
+WorkTreeChoice usable_work_tree(const git::Repository& repo, const config::Settings& settings) {
+  WorkTreeChoice choice = choose_work_tree(repo, settings);
+  if (!choice.refused.empty()) {
+    throw refused_error(choice.refused + "; nothing was run",
+                        "set [sandbox] work_tree = \"auto\" (kernel overlayfs, else fuse-overlayfs, else a checkout) "
+                        "in your user config; `git mullet doctor` says what this machine allows");
+  }
+  return choice;
 }
 
 SandboxDirs planned_worker_dirs(const git::Repository& repo, const JobPaths& paths, const git_oid& base,
-                                std::optional<uid_t> sandbox_uid, bool overlay) {
+                                std::optional<uid_t> sandbox_uid, const WorkTreeChoice& choice) {
   SandboxDirs dirs = worker_dirs(paths);
-  if (!overlay) return dirs;
+  if (!choice.overlay) return dirs;
   const std::string entry =
       git::pristine_directory(repo) + "/" + git::pristine_entry_name(base, sandbox_uid.value_or(::geteuid()));
-  dirs.overlay = sandbox::Overlay{entry + "/tree", paths.upper, paths.overlay_work};
-  dirs.opaque_xattr = sandbox_uid ? git::overlay_opaque_xattr_root : git::overlay_opaque_xattr_user;
+  dirs.overlay = sandbox::Overlay{entry + "/tree", paths.upper, paths.overlay_work, choice.fuse};
+  dirs.opaque_xattr = opaque_xattr_for(sandbox_uid, choice);
   return dirs;
 }
 
 SandboxDirs make_worker_tree(const git::Repository& repo, const git_oid& commit, const JobPaths& paths,
-                             std::optional<uid_t> sandbox_uid, const SandboxObjects& objects, bool overlay) {
+                             std::optional<uid_t> sandbox_uid, const SandboxObjects& objects,
+                             const WorkTreeChoice& choice) {
+  const bool overlay = choice.overlay;
   SandboxDirs dirs = worker_dirs(paths);
   // What an earlier run (resume) left of an overlay is not trusted.
   for (const auto* dir : {&paths.upper, &paths.overlay_work}) util::remove_tree(*dir);
@@ -135,9 +193,11 @@ SandboxDirs make_worker_tree(const git::Repository& repo, const git_oid& commit,
     // writes there. The scratch dir stays root's.
     util::chown_tree(paths.upper, *sandbox_uid, *sandbox_uid);
     util::chown_tree(dirs.home, *sandbox_uid, *sandbox_uid);
+    // fuse-overlayfs's daemon runs as the sandbox's uid and needs its own.
+    if (choice.fuse) util::chown_tree(paths.overlay_work, *sandbox_uid, *sandbox_uid);
   }
-  dirs.overlay = sandbox::Overlay{pristine.tree, paths.upper, paths.overlay_work};
-  dirs.opaque_xattr = sandbox_uid ? git::overlay_opaque_xattr_root : git::overlay_opaque_xattr_user;
+  dirs.overlay = sandbox::Overlay{pristine.tree, paths.upper, paths.overlay_work, choice.fuse};
+  dirs.opaque_xattr = opaque_xattr_for(sandbox_uid, choice);
   return dirs;
 }
 

@@ -34,14 +34,20 @@ void make_sandbox_clone(const git::Repository& repo, const git_oid& commit, cons
 // or a checkout of its own, and why.
 struct WorkTreeChoice {
   bool overlay = false;
+  bool fuse = false;    // the overlay served by fuse-overlayfs (as root only)
+  std::string refused;  // set: [sandbox] work_tree asked for what cannot be had here; no job runs
   std::string why;
 };
 
 // `[sandbox] work_tree` ("checkout" forces a checkout of its own), then
 // whether this kernel mounts an overlay as the job would (probed in a
 // child, as root or in a user namespace of ours, over a scratch directory
-// in the common git dir, removed afterwards).
+// in the common git dir, removed afterwards), then whether fuse-overlayfs
+// can serve one ("overlay" and "fuse-overlayfs" try only theirs).
 WorkTreeChoice choose_work_tree(const git::Repository& repo, const config::Settings& settings);
+
+// choose_work_tree, throwing its refusal (a job, run --dry-run).
+WorkTreeChoice usable_work_tree(const git::Repository& repo, const config::Settings& settings);
 
 // The worker's directories, made ready: with `overlay` and `commit` the
 // base, an overlay of the base's pristine checkout (claimed for the job,
@@ -49,11 +55,12 @@ WorkTreeChoice choose_work_tree(const git::Repository& repo, const config::Setti
 // whose index is the pristine's; otherwise (a resumed job's start beyond
 // the base) make_sandbox_clone's full checkout.
 SandboxDirs make_worker_tree(const git::Repository& repo, const git_oid& commit, const JobPaths& paths,
-                             std::optional<uid_t> sandbox_uid, const SandboxObjects& objects, bool overlay);
+                             std::optional<uid_t> sandbox_uid, const SandboxObjects& objects,
+                             const WorkTreeChoice& choice);
 
 // Where make_worker_tree would put them, building nothing (run --dry-run).
 SandboxDirs planned_worker_dirs(const git::Repository& repo, const JobPaths& paths, const git_oid& base,
-                                std::optional<uid_t> sandbox_uid, bool overlay);
+                                std::optional<uid_t> sandbox_uid, const WorkTreeChoice& choice);
 
 // The executor's generated files, read-only, where worker_phase binds them.
 void write_executor_files(const JobPaths& paths, const std::vector<executors::GeneratedFile>& files);

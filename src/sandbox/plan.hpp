@@ -88,6 +88,9 @@ struct Overlay {
   std::string lower;  // the pristine checkout: never bound, never writable from a sandbox
   std::string upper;  // this sandbox's changes: what the host reads (snapshot, disk)
   std::string work;   // overlayfs's scratch directory, beside upper
+  // Served by a fuse-overlayfs daemon (sandbox/fuse_overlay.hpp) instead of
+  // kernel overlayfs; as root only.
+  bool fuse = false;
   bool operator==(const Overlay&) const = default;
 };
 

@@ -12,6 +12,7 @@
 
 #include "sandbox/bwrap.hpp"
 #include "sandbox/doctor.hpp"
+#include "sandbox/fuse_overlay.hpp"
 #include "sandbox/overlay.hpp"
 #include "sandbox/staging.hpp"
 #include "sandbox/syscall_filter.hpp"
@@ -180,6 +181,7 @@ std::size_t work_tree_mount(const Plan& plan) {
 struct ChildMounts {
   Staging staging;
   std::optional<OverlayChild> overlay;
+  FuseDaemon fuse;  // a fuse-overlayfs work tree's daemon, ended with the sandbox
 };
 
 // How bwrap is started. Run as root, the binds are staged for the sandbox's
@@ -189,7 +191,15 @@ util::SpawnOptions bwrap_options(const Plan& plan, const std::string& bwrap, Ope
                                  const SandboxPipes& pipes, const UniqueFd* terminal, ChildMounts& mounts,
                                  const UniqueFd& syscall_filter) {
   util::SpawnOptions options;
-  if (plan.work_tree_overlay) {
+  if (plan.work_tree_overlay && plan.work_tree_overlay->fuse) {
+    if (!plan.host_uid || !plan.host_gid) {
+      throw refused_error("fuse-overlayfs serves a work tree only when git-mullet runs as root; nothing was run",
+                          "set [sandbox] work_tree = \"auto\" or \"checkout\"");
+    }
+    mounts.fuse = start_fuse_overlay(*plan.work_tree_overlay, plan.mounts[work_tree_mount(plan)].source, *plan.host_uid,
+                                     *plan.host_gid);
+    mounts.staging.join_mount_ns = mounts.fuse.mount_ns.get();
+  } else if (plan.work_tree_overlay) {
     const std::size_t index = work_tree_mount(plan);
     mounts.overlay =
         prepare_overlay_child(*plan.work_tree_overlay, plan.mounts[index].source, /*user_namespace=*/!plan.host_uid);

@@ -32,6 +32,7 @@ std::string staged_path(std::size_t index) {
 bool stage_binds_in_child(void* data) {
   auto& staging = *static_cast<Staging*>(data);
   auto& binds = staging.binds;
+  if (staging.join_mount_ns >= 0 && ::setns(staging.join_mount_ns, CLONE_NEWNS) != 0) return false;
   if (::unshare(CLONE_NEWNS) != 0) return false;
   if (::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return false;
   if (staging.overlay != nullptr && !mount_overlay_in_child(*staging.overlay)) return false;

@@ -40,6 +40,9 @@ std::string staged_path(std::size_t index);
 struct Staging {
   std::vector<StagedBind> binds;
   OverlayChild* overlay = nullptr;
+  // When >= 0: a mount namespace (a fuse-overlayfs daemon's, the work tree
+  // mounted in it) the child joins before making its own from it.
+  int join_mount_ns = -1;
 };
 
 // Runs in the forked child (root only) as SpawnOptions::child_setup, with a

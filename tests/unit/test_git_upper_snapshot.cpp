@@ -436,3 +436,60 @@ TEST_CASE("upper snapshot: a submodule stays as the base had it, whatever the wo
   CHECK_FALSE(f.at(got.tree, "dir/nested.txt"));
   CHECK(f.at(got.tree, "dir/sub/n2.txt") == "n\n");
 }
+
+// fuse-overlayfs's upper dir as its daemon (not root) writes it, found by
+// experiment with fuse-overlayfs 1.10: rm of a lower file leaves a char
+// device 0/0; rm -rf and mkdir of a lower directory leaves it with
+// user.fuseoverlayfs.opaque=y, a `.wh..wh..opq` file and a `.wh..opq` device.
+// Where mknod fails it writes `.wh.NAME` files instead, which hide NAME even
+// beside it; an opaque marker alone makes a directory opaque; the first of
+// the three opaque xattrs present decides.
+TEST_CASE("upper snapshot: fuse-overlayfs's whiteouts, .wh. markers and opaque directories, read as it reads them") {
+  OverlayFixture f;
+  const auto upper = [&](const std::string& path) { return f.upper(path); };
+  for (const char* dir : {"redo", "dir", "deep", "deep/a", "ign2"}) fs::create_directories(upper(dir));
+  make_file(upper("README"), "changed\n");
+  REQUIRE(::mknod(upper("same.txt").c_str(), S_IFCHR | 0700, makedev(0, 0)) == 0);
+  make_file(upper(".wh.same2.txt"), "");
+  make_file(upper("script.sh"), "shown?\n");
+  make_file(upper(".wh.script.sh"), "");
+  REQUIRE(::setxattr(upper("redo").c_str(), "user.fuseoverlayfs.opaque", "y", 1, 0) == 0);
+  make_file(upper("redo/.wh..wh..opq"), "");
+  REQUIRE(::mknod(upper("redo/.wh..opq").c_str(), S_IFCHR | 0700, makedev(0, 0)) == 0);
+  make_file(upper("redo/only.txt"), "fresh\n");
+  make_file(upper("dir/.wh..wh..opq"), "");  // opaque by the marker alone
+  make_file(upper("dir/new.txt"), "new\n");
+  // user.overlay.opaque comes before user.fuseoverlayfs.opaque: "n" wins.
+  REQUIRE(::setxattr(upper("deep").c_str(), "user.overlay.opaque", "n", 1, 0) == 0);
+  REQUIRE(::setxattr(upper("deep").c_str(), "user.fuseoverlayfs.opaque", "y", 1, 0) == 0);
+  make_file(upper("deep/a/.wh.b"), "");
+  make_file(upper("ign2/.wh..gitignore"), "");  // the lower *.dat rule is gone
+  make_file(upper("ign2/c.dat"), "kept\n");
+  make_file(upper(".wh.added"), "");  // a marker for a name the base never had
+
+  const Snapshot got = f.from_upper(mullet::git::fuse_overlayfs_upper);
+  CHECK(f.at(got.tree, "README") == "changed\n");
+  CHECK_FALSE(f.at(got.tree, "same.txt"));
+  CHECK_FALSE(f.at(got.tree, "same2.txt"));
+  CHECK_FALSE(f.at(got.tree, "script.sh"));
+  CHECK(f.at(got.tree, "redo/only.txt") == "fresh\n");
+  CHECK_FALSE(f.at(got.tree, "redo/old.txt"));
+  CHECK_FALSE(f.at(got.tree, "redo/.gitignore"));
+  CHECK(f.at(got.tree, "dir/new.txt") == "new\n");
+  CHECK_FALSE(f.at(got.tree, "dir/nested.txt"));
+  CHECK(f.at(got.tree, "deep/other/x.txt") == "x\n");
+  CHECK_FALSE(f.at(got.tree, "deep/a/b"));
+  CHECK_FALSE(f.at(got.tree, "ign2/.gitignore"));
+  CHECK(f.at(got.tree, "ign2/c.dat") == "kept\n");
+  CHECK(f.at(got.tree, "ign2/keep.txt") == "keep\n");
+  for (const char* marker : {".wh.same2.txt", ".wh.script.sh", "redo/.wh..wh..opq", "redo/.wh..opq", "dir/.wh..wh..opq",
+                             "deep/a/.wh.b", ".wh.added"}) {
+    CHECK_MESSAGE(!f.at(got.tree, marker), marker);
+  }
+  CHECK(got.warnings.empty());
+  // The kernel's reading of the same upper dir differs: the proof the fuse
+  // rules are the ones applied.
+  const Snapshot kernel = f.from_upper(user_xattr);
+  CHECK(f.at(kernel.tree, ".wh.same2.txt") == "");
+  CHECK(f.at(kernel.tree, "same2.txt") == "bbbb\n");
+}

@@ -1,0 +1,41 @@
+// A work tree served by fuse-overlayfs (Overlay::fuse), for where the kernel
+// refuses an overlay; as root only.
+//
+// The daemon is a Child the runner owns (killed when the sandbox ends, and
+// with us). Its child, still root, opens no path by name: it enters a mount
+// namespace of its own, mounts a fuse file system on the work tree's mount
+// point there (fd= a /dev/fuse descriptor we opened, user_id/group_id the
+// sandbox's, default_permissions, no allow_other: only the sandbox's uid gets
+// in), then drops to the sandbox's uid and execs fuse-overlayfs on
+// /dev/fd/<that descriptor>. The layers are named /proc/self/fd/N of
+// directories we opened without following symlinks, so no path reaches its
+// -o string (no ',' ':' or '=' injection); squash_to_uid/gid and noacl. The
+// daemon never runs as root and never sees the host's mount of anything: the
+// fuse mount exists only in its namespace, which bwrap's staging child joins
+// (Staging::join_mount_ns) and copies. fuse-overlayfs does no redirects and
+// no metacopy; its upper dir is read by take_upper_snapshot's fuse rules.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "sandbox/plan.hpp"
+#include "util/fd.hpp"
+#include "util/process.hpp"
+
+namespace mullet::sandbox {
+
+struct FuseDaemon {
+  util::Child daemon;
+  UniqueFd mount_ns;  // its mount namespace, the work tree mounted on `mount_point` there
+};
+
+// Starts fuse-overlayfs for `overlay` on `mount_point`, serving as `uid`/`gid`.
+FuseDaemon start_fuse_overlay(const Overlay& overlay, const std::string& mount_point, uid_t uid, gid_t gid);
+
+// Why fuse-overlayfs cannot serve a job's work tree here, or empty: it is
+// installed and /dev/fuse opens (as root; an unprivileged user is refused).
+std::string probe_fuse_overlay();
+
+}  // namespace mullet::sandbox
