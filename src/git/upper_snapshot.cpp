@@ -44,10 +44,15 @@ bool fuse_hidden(int dir_fd, const std::string& name) {
   return ::fstatat(dir_fd, (fuse_whiteout_prefix + name).c_str(), &marker, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-// As fuse-overlayfs 1.10 decides: the first of its three xattr names the
-// directory has, value starting with 'y'; with none, a `.wh..wh..opq` entry.
+// As fuse-overlayfs 1.10 decides, less the one marker a worker can write:
+// the first of trusted.overlay.opaque (root's alone) and
+// user.fuseoverlayfs.opaque (the daemon refuses a worker's) the directory
+// has, value starting with 'y'; with neither, a `.wh..wh..opq` entry (a name
+// the daemon refuses a worker). fuse-overlayfs also reads
+// user.overlay.opaque between the two, and lets a worker set it: that one is
+// never read, so no xattr of the worker's makes a directory opaque or not.
 bool fuse_opaque(int dir_fd) {
-  for (const char* name : {"trusted.overlay.opaque", "user.overlay.opaque", "user.fuseoverlayfs.opaque"}) {
+  for (const char* name : {"trusted.overlay.opaque", "user.fuseoverlayfs.opaque"}) {
     char value[16] = {};
     const ssize_t length = ::fgetxattr(dir_fd, name, value, sizeof value);
     if (length > 0) return value[0] == 'y';

@@ -71,6 +71,7 @@ FuseDaemon start_fuse_overlay(const Overlay& overlay, const std::string& mount_p
                       ",squash_to_gid=" + std::to_string(gid) + ",noacl",
                   "/dev/fd/" + std::to_string(device.get())};
   options.env = {{"PATH", util::host_path()}};
+  options.cwd = "/";
   options.keep_fds = {device.get(), lower.get(), upper.get(), work.get()};
   options.die_with_parent = true;
   options.uid = uid;

@@ -61,7 +61,8 @@ nlohmann::json to_json(const Plan& plan) {
   if (plan.work_tree_overlay) {
     json["work_tree_overlay"] = {{"lower", plan.work_tree_overlay->lower},
                                  {"upper", plan.work_tree_overlay->upper},
-                                 {"work", plan.work_tree_overlay->work}};
+                                 {"work", plan.work_tree_overlay->work},
+                                 {"by", plan.work_tree_overlay->fuse ? "fuse-overlayfs" : "kernel"}};
   }
   json["host_uid"] = plan.host_uid ? nlohmann::json(*plan.host_uid) : nlohmann::json();
   if (plan.host_uid && plan.host_uid_choices > 1) json["host_uid_choices"] = plan.host_uid_choices;
@@ -103,7 +104,10 @@ std::string describe(const Plan& plan) {
   }
   if (!plan.work_tree_note.empty()) out << "  work tree:   " << plan.work_tree_note << "\n";
   if (plan.work_tree_overlay) {
-    out << "  overlay:     " << (plan.host_uid ? "mounted as root" : "mounted in a user namespace of ours")
+    out << "  overlay:     "
+        << (plan.work_tree_overlay->fuse ? "served by fuse-overlayfs as the sandbox's uid"
+            : plan.host_uid              ? "mounted as root"
+                                         : "mounted in a user namespace of ours")
         << ", lower " << plan.work_tree_overlay->lower << ", changes in " << plan.work_tree_overlay->upper << "\n";
   }
   std::vector<std::string> env_names;

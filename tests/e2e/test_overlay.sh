@@ -11,11 +11,23 @@ source "$(dirname "$0")/../lib/harness.sh"
 # same time may hold: this suite's jobs get a range of their own (one uid:
 # they run one at a time).
 OWN_UID=$((1879048192 + 1048576 + RANDOM * 32 + RANDOM % 32))
+# MULLET_TEST_WORK_TREE (tests/CMakeLists.txt: "fuse-overlayfs" for the
+# suite's second run as root) is the work_tree of every job that names none.
 overlay_config() {
-  user_config '[sandbox]' "uid = $OWN_UID" 'uid_count = 1' "$@"
+  local wanted=()
+  case "$*" in
+    *work_tree*) ;;
+    *) [ -z "${MULLET_TEST_WORK_TREE:-}" ] || wanted=("work_tree = \"$MULLET_TEST_WORK_TREE\"") ;;
+  esac
+  user_config '[sandbox]' "uid = $OWN_UID" 'uid_count = 1' "${wanted[@]}" "$@"
 }
 
 # pristine_entries: the pristine checkouts of the current repository.
+# A worker command that writes the work tree's file system type (its mount's,
+# from /proc/self/mountinfo) to ./fstype.
+RECORD_FSTYPE='awk '"'"'$5 == "/mullet/work" { for (i = 7; i <= NF; i++) if ($i == "-") { type = $(i + 1) } }
+END { print type }'"'"' /proc/self/mountinfo >fstype.tmp && mv fstype.tmp fstype'
+
 pristine_entries() {
   local common
   common="$(cd "$(git rev-parse --git-common-dir)" && pwd -P)"
@@ -36,11 +48,16 @@ test_a_job_works_in_an_overlay_of_the_pristine_checkout() {
   local base
   base="$(git rev-parse HEAD)"
   run_job -m "edit" --command 'test -z "$(git status --porcelain)" || { git status --porcelain; exit 9; }
+'"$RECORD_FSTYPE"'
 echo more >>README; rm src/main.c; mkdir -p new/dir; echo n >new/dir/file; chmod +x README'
   assert_eq "$RUN_CODE" 0 "exit code of the job"
   assert_eq "$(json_field "$JOB_JSON" state)" succeeded "state"
   local result dir
   result="$(json_field "$JOB_JSON" result)"
+  # Kernel overlayfs, or fuse-overlayfs when the suite runs with it.
+  assert_eq "$(git show "$result:fstype")" \
+    "$([ "${MULLET_TEST_WORK_TREE:-}" = fuse-overlayfs ] && echo fuse.fuse-overlayfs || echo overlay)" \
+    "the work tree's file system type"
   assert_eq "$(git show "$result:README")" "$(printf 'hello\nmore')" "README in the result"
   assert_eq "$(git ls-tree "$result" -- README | cut -c1-6)" 100755 "README's mode"
   assert_eq "$(git ls-tree -r --name-only "$result" -- src)" "" "src in the result"
@@ -118,9 +135,14 @@ test_a_bad_work_tree_value_is_refused() {
 test_dry_run_and_doctor_say_which_work_tree() {
   new_repo repo
   cd repo
-  overlay_config
+  overlay_config 'work_tree = "auto"'
+  # The kernel on the machines this runs on never refuses an overlay.
   expect_exit 0 git mullet run --dry-run -m x --command true
-  assert_contains "$OUT" "work tree:   an overlay of the base's pristine checkout"
+  assert_contains "$OUT" "work tree:   an overlay of the base's pristine checkout (kernel overlayfs"
+  overlay_config 'work_tree = "overlay"'
+  expect_exit 0 git mullet run --dry-run -m x --command true
+  assert_contains "$OUT" "work tree:   an overlay of the base's pristine checkout (kernel overlayfs"
+  overlay_config
   assert_contains "$OUT" "overlay:"
   expect_exit 0 git mullet doctor
   assert_contains "$OUT" "an overlay of the base's pristine checkout"
@@ -128,6 +150,38 @@ test_dry_run_and_doctor_say_which_work_tree() {
   expect_exit 0 git mullet run --dry-run -m x --command true
   assert_contains "$OUT" 'work tree:   a checkout of its own: [sandbox] work_tree = "checkout"'
   assert_not_contains "$OUT" "overlay:"
+}
+
+# work_tree = "fuse-overlayfs": as root, the job's work tree is served by
+# fuse-overlayfs (its daemon gone when the job is); as a user (who cannot open
+# /dev/fuse on the machines this runs on) the job, its dry run and doctor say
+# it is refused, and nothing runs.
+test_work_tree_fuse_overlayfs() {
+  new_repo repo
+  cd repo
+  overlay_config 'work_tree = "fuse-overlayfs"'
+  if [ "$(id -u)" != 0 ]; then
+    expect_exit 3 git mullet run -m x --command 'echo ran >ran'
+    assert_contains "$ERR" '[sandbox] work_tree = "fuse-overlayfs", but cannot open /dev/fuse'
+    assert_contains "$ERR" 'work_tree = "auto"'
+    expect_exit 3 git mullet run --dry-run -m x --command true
+    assert_contains "$ERR" "cannot open /dev/fuse"
+    git mullet doctor >doctor.out 2>&1 || true
+    assert_contains "$(cat doctor.out)" "refused: cannot open /dev/fuse"
+    return
+  fi
+  expect_exit 0 git mullet run --dry-run -m x --command true
+  assert_contains "$OUT" "work tree:   an overlay of the base's pristine checkout (fuse-overlayfs"
+  run_job -m "fuse" --command "$RECORD_FSTYPE"'
+echo changed >README; rm src/main.c; mkdir d; echo n >d/f'
+  assert_eq "$RUN_CODE" 0 "exit code of the job"
+  local result
+  result="$(json_field "$JOB_JSON" result)"
+  assert_eq "$(git show "$result:fstype")" fuse.fuse-overlayfs "the work tree's file system type"
+  assert_eq "$(git show "$result:README")" changed "README in the result"
+  assert_eq "$(git ls-tree -r --name-only "$result" -- src)" "" "src in the result"
+  assert_eq "$(git show "$result:d/f")" n "d/f in the result"
+  assert_eq "$(pgrep -u "$OWN_UID" -c fuse-overlayfs || true)" 0 "fuse-overlayfs daemons left"
 }
 
 test_setup_dependency_dirs_are_bound_from_the_upper_dir() {

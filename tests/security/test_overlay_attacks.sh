@@ -41,7 +41,10 @@ EOF
 OWN_UID=$((1879048192 + 2097152 + RANDOM * 32 + RANDOM % 32))
 
 base_repo() {
-  sec_config '[sandbox]' "uid = $OWN_UID" "uid_count = ${1:-1}"
+  # MULLET_TEST_WORK_TREE: "fuse-overlayfs" for the suite's second run as
+  # root (tests/CMakeLists.txt).
+  sec_config '[sandbox]' "uid = $OWN_UID" "uid_count = ${1:-1}" \
+    ${MULLET_TEST_WORK_TREE:+"work_tree = \"$MULLET_TEST_WORK_TREE\""}
   new_repo repo
   cd repo
   mkdir -p deep/a/b keep docs
@@ -112,7 +115,11 @@ finish"
   # shows no host path of them (positive control: it does show the overlay).
   local mounted
   mounted="$(printf '%s\n' "$LOG" | grep '^MOUNTINFO ' || true)"
-  assert_contains "$mounted" " overlay " "the work tree's mount"
+  if [ "${MULLET_TEST_WORK_TREE:-}" = fuse-overlayfs ]; then
+    assert_contains "$mounted" " fuse.fuse-overlayfs " "the work tree's mount"
+  else
+    assert_contains "$mounted" " overlay " "the work tree's mount"
+  fi
   assert_not_contains "$mounted" "/mullet/pristine/" "the work tree's mount"
   assert_not_contains "$mounted" "$(sec_job_dir)" "the work tree's mount"
   assert_not_contains "$mounted" "$(sec_job_dir "$first")" "the work tree's mount"
@@ -140,6 +147,33 @@ finish"
   assert_contains "$LOG" "STATUS-CLEAN" "the third worker's git status"
   assert_contains "$LOG" "TREE-CLEAN" "the third worker's tree"
   sec_assert_same "the pristine checkout" "$before" "$(manifest "$pristine")"
+}
+
+# fuse-overlayfs reads a `.wh.NAME` entry of its upper dir as NAME deleted,
+# and so does the snapshot of its upper dir: a worker that makes one in every
+# way it can (refused by fuse-overlayfs; recorded as a plain file under kernel
+# overlayfs) hides nothing of the base from the result.
+test_a_worker_cannot_hide_base_files_with_wh_names() {
+  base_repo
+  sec_run "
+: >.wh.other 2>/dev/null || true
+mkdir .wh.README 2>/dev/null || true
+ln -s x keep/.wh.big 2>/dev/null || true
+ln keep/old keep/.wh.old 2>/dev/null || true
+echo d >docs/y && mv docs/y docs/.wh.x 2>/dev/null || true
+mkdir -p src/.wh..wh..opq 2>/dev/null || true
+: >src/.wh..wh..opq 2>/dev/null || true
+finish"
+  sec_assert_worker_ran
+  local result
+  result="$(sec_jq 'd["result"]')"
+  assert_eq "$(git show "$result:other")" other "other in the result"
+  assert_eq "$(git show "$result:README")" hello "README in the result"
+  assert_eq "$(git show "$result:keep/big")" "big file" "keep/big in the result"
+  assert_eq "$(git show "$result:keep/old")" old "keep/old in the result"
+  assert_eq "$(git show "$result:docs/x")" doc "docs/x in the result"
+  assert_eq "$(git show "$result:src/util.c")" util "src/util.c in the result"
+  assert_eq "$(git show "$result:src/main.c")" "int main() { return 0; }" "src/main.c in the result"
 }
 
 test_another_jobs_upper_dir_is_out_of_reach_while_it_runs() {

@@ -159,3 +159,22 @@ TEST_CASE("Settings follow flags, last") {
   CHECK(settings.run.attempts == 2);
   CHECK(settings.run.command == "true");
 }
+
+TEST_CASE("[sandbox] work_tree: auto, overlay, fuse-overlayfs, checkout; nothing else") {
+  using mullet::config::WorkTree;
+  for (const auto& [word, expected] : std::vector<std::pair<std::string, WorkTree>>{{"auto", WorkTree::automatic},
+                                                                                    {"overlay", WorkTree::overlay},
+                                                                                    {"fuse-overlayfs", WorkTree::fuse},
+                                                                                    {"checkout", WorkTree::checkout}}) {
+    Config config;
+    const auto problems =
+        config.merge_toml("[sandbox]\nwork_tree = \"" + word + "\"\n", "user.toml", Source::user_file);
+    INFO(word << ": " << messages(problems));
+    REQUIRE(problems.empty());
+    CHECK(config.settings().sandbox.work_tree == expected);
+  }
+  Config config;
+  const auto problems = config.merge_toml("[sandbox]\nwork_tree = \"fuse\"\n", "user.toml", Source::user_file);
+  REQUIRE_FALSE(problems.empty());
+  CHECK(messages(problems).find("must be auto, overlay, fuse-overlayfs or checkout") != std::string::npos);
+}

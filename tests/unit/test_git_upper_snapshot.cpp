@@ -442,8 +442,8 @@ TEST_CASE("upper snapshot: a submodule stays as the base had it, whatever the wo
 // device 0/0; rm -rf and mkdir of a lower directory leaves it with
 // user.fuseoverlayfs.opaque=y, a `.wh..wh..opq` file and a `.wh..opq` device.
 // Where mknod fails it writes `.wh.NAME` files instead, which hide NAME even
-// beside it; an opaque marker alone makes a directory opaque; the first of
-// the three opaque xattrs present decides.
+// beside it; an opaque marker alone makes a directory opaque. The worker can
+// set user.overlay.opaque through fuse-overlayfs: it is never read.
 TEST_CASE("upper snapshot: fuse-overlayfs's whiteouts, .wh. markers and opaque directories, read as it reads them") {
   OverlayFixture f;
   const auto upper = [&](const std::string& path) { return f.upper(path); };
@@ -459,9 +459,16 @@ TEST_CASE("upper snapshot: fuse-overlayfs's whiteouts, .wh. markers and opaque d
   make_file(upper("redo/only.txt"), "fresh\n");
   make_file(upper("dir/.wh..wh..opq"), "");  // opaque by the marker alone
   make_file(upper("dir/new.txt"), "new\n");
-  // user.overlay.opaque comes before user.fuseoverlayfs.opaque: "n" wins.
-  REQUIRE(::setxattr(upper("deep").c_str(), "user.overlay.opaque", "n", 1, 0) == 0);
-  REQUIRE(::setxattr(upper("deep").c_str(), "user.fuseoverlayfs.opaque", "y", 1, 0) == 0);
+  // The worker's user.overlay.opaque: "y" does not make deep opaque, "n"
+  // does not undo the daemon's mark on ign3.
+  REQUIRE(::setxattr(upper("deep").c_str(), "user.overlay.opaque", "y", 1, 0) == 0);
+  fs::create_directories(upper("ign3"));
+  REQUIRE(::setxattr(upper("ign3").c_str(), "user.overlay.opaque", "n", 1, 0) == 0);
+  REQUIRE(::setxattr(upper("ign3").c_str(), "user.fuseoverlayfs.opaque", "y", 1, 0) == 0);
+  // A "n" of the daemon's own name is not opaque, whatever marker is there.
+  fs::create_directories(upper("dir_to_file"));
+  REQUIRE(::setxattr(upper("dir_to_file").c_str(), "user.fuseoverlayfs.opaque", "n", 1, 0) == 0);
+  make_file(upper("dir_to_file/.wh..wh..opq"), "");
   make_file(upper("deep/a/.wh.b"), "");
   make_file(upper("ign2/.wh..gitignore"), "");  // the lower *.dat rule is gone
   make_file(upper("ign2/c.dat"), "kept\n");
@@ -479,6 +486,8 @@ TEST_CASE("upper snapshot: fuse-overlayfs's whiteouts, .wh. markers and opaque d
   CHECK_FALSE(f.at(got.tree, "dir/nested.txt"));
   CHECK(f.at(got.tree, "deep/other/x.txt") == "x\n");
   CHECK_FALSE(f.at(got.tree, "deep/a/b"));
+  CHECK_FALSE(f.at(got.tree, "ign3/keep.txt"));
+  CHECK(f.at(got.tree, "dir_to_file/inner.txt") == "in\n");
   CHECK_FALSE(f.at(got.tree, "ign2/.gitignore"));
   CHECK(f.at(got.tree, "ign2/c.dat") == "kept\n");
   CHECK(f.at(got.tree, "ign2/keep.txt") == "keep\n");
