@@ -17,6 +17,7 @@ JobPaths paths_below(const std::string& root) {
   paths.work_tree = paths.root + "/work";
   paths.upper = paths.root + "/upper";
   paths.overlay_work = paths.root + "/overlay-work";
+  paths.fuse_layers = paths.root + "/fuse-layers";
   paths.home = paths.root + "/home";
   paths.worker_log = paths.root + "/worker.log";
   paths.events_log = paths.root + "/events.jsonl";

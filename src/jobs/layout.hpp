@@ -12,12 +12,16 @@
 namespace mullet::jobs {
 
 struct JobPaths {
-  std::string root;            // the job's directory, or its node's
-  std::string below;           // root relative to the job's directory: "" or "nodes/<N>"
-  std::string git_dir;         // the clone's git dir (read-only inside)
-  std::string work_tree;       // the clone's work tree (writable inside); an overlay's mount point
-  std::string upper;           // an overlaid work tree's changes (its upper dir)
-  std::string overlay_work;    // overlayfs's scratch dir beside it
+  std::string root;          // the job's directory, or its node's
+  std::string below;         // root relative to the job's directory: "" or "nodes/<N>"
+  std::string git_dir;       // the clone's git dir (read-only inside)
+  std::string work_tree;     // the clone's work tree (writable inside); an overlay's mount point
+  std::string upper;         // an overlaid work tree's changes (its upper dir)
+  std::string overlay_work;  // overlayfs's scratch dir beside it
+  // fuse-overlayfs's upper and work dirs, as `upper` and `work` of this one
+  // directory (one bind gives its daemon both: it renames from one to the
+  // other), owned by the sandbox's uid.
+  std::string fuse_layers;
   std::string home;            // the sandbox's private HOME
   std::string worker_log;      // the worker's output while it runs
   std::string events_log;      // the worker's event stream, for executors that have one

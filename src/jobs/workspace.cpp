@@ -107,6 +107,13 @@ WorkTreeChoice fuse_choice(const std::string& kernel_refused) {
                                       : "; the kernel refused its overlay: " + kernel_refused + ")")};
 }
 
+// The overlay's layers: kernel overlayfs's upper and work dirs in the job's
+// directory, fuse-overlayfs's in fuse_layers.
+sandbox::Overlay overlay_layers(const std::string& lower, const JobPaths& paths, const WorkTreeChoice& choice) {
+  if (choice.fuse) return {lower, paths.fuse_layers + "/upper", paths.fuse_layers + "/work", true};
+  return {lower, paths.upper, paths.overlay_work, false};
+}
+
 // How the overlay's upper dir marks opaque directories.
 std::string opaque_xattr_for(std::optional<uid_t> sandbox_uid, const WorkTreeChoice& choice) {
   if (choice.fuse) return git::fuse_overlayfs_upper;
@@ -156,7 +163,7 @@ SandboxDirs planned_worker_dirs(const git::Repository& repo, const JobPaths& pat
   if (!choice.overlay) return dirs;
   const std::string entry =
       git::pristine_directory(repo) + "/" + git::pristine_entry_name(base, sandbox_uid.value_or(::geteuid()));
-  dirs.overlay = sandbox::Overlay{entry + "/tree", paths.upper, paths.overlay_work, choice.fuse};
+  dirs.overlay = overlay_layers(entry + "/tree", paths, choice);
   dirs.opaque_xattr = opaque_xattr_for(sandbox_uid, choice);
   return dirs;
 }
@@ -167,7 +174,7 @@ SandboxDirs make_worker_tree(const git::Repository& repo, const git_oid& commit,
   const bool overlay = choice.overlay;
   SandboxDirs dirs = worker_dirs(paths);
   // What an earlier run (resume) left of an overlay is not trusted.
-  for (const auto* dir : {&paths.upper, &paths.overlay_work}) util::remove_tree(*dir);
+  for (const auto* dir : {&paths.upper, &paths.overlay_work, &paths.fuse_layers}) util::remove_tree(*dir);
   ::unlink((paths.root + "/pristine").c_str());
   if (!overlay || git_oid_cmp(&commit, &objects.base) != 0) {
     make_sandbox_clone(repo, commit, dirs, sandbox_uid, objects);
@@ -184,19 +191,20 @@ SandboxDirs make_worker_tree(const git::Repository& repo, const git_oid& commit,
     util::write_file(dirs.git_dir + "/shallow", objects.shallow);
   }
   util::make_dirs(dirs.work_tree, 0755);
-  util::make_dirs(paths.upper, 0755);
-  util::make_dirs(paths.overlay_work, 0700);
+  const sandbox::Overlay layers = overlay_layers(pristine.tree, paths, choice);
+  if (choice.fuse) util::make_dirs(paths.fuse_layers, 0700);
+  util::make_dirs(layers.upper, 0755);
+  util::make_dirs(layers.work, 0700);
   util::make_dirs(dirs.home, 0700);
   util::strip_unsafe_modes(dirs.home);
   if (sandbox_uid) {
     // The overlay's root takes the upper dir's owner: the sandbox's uid
     // writes there. The scratch dir stays root's.
-    util::chown_tree(paths.upper, *sandbox_uid, *sandbox_uid);
+    // fuse-overlayfs's daemon runs as the sandbox's uid: its work dir too.
+    util::chown_tree(choice.fuse ? paths.fuse_layers : layers.upper, *sandbox_uid, *sandbox_uid);
     util::chown_tree(dirs.home, *sandbox_uid, *sandbox_uid);
-    // fuse-overlayfs's daemon runs as the sandbox's uid and needs its own.
-    if (choice.fuse) util::chown_tree(paths.overlay_work, *sandbox_uid, *sandbox_uid);
   }
-  dirs.overlay = sandbox::Overlay{pristine.tree, paths.upper, paths.overlay_work, choice.fuse};
+  dirs.overlay = layers;
   dirs.opaque_xattr = opaque_xattr_for(sandbox_uid, choice);
   return dirs;
 }

@@ -5,8 +5,9 @@
 // with us). Its child, still root, opens no path by name: it enters a mount
 // namespace of its own, mounts a fuse file system on the work tree's mount
 // point there (fd= a /dev/fuse descriptor we opened, user_id/group_id the
-// sandbox's, default_permissions, no allow_other: only the sandbox's uid gets
-// in), then drops to the sandbox's uid and execs fuse-overlayfs on
+// sandbox's, default_permissions so the kernel checks modes; allow_other, as
+// bwrap's staging child is root when it opens the mount to bind it, and no
+// process outside the namespaces we make can reach the mount), then drops to the sandbox's uid and execs fuse-overlayfs on
 // /dev/fd/<that descriptor>. The layers are named /proc/self/fd/N of
 // directories we opened without following symlinks, so no path reaches its
 // -o string (no ',' ':' or '=' injection); squash_to_uid/gid and noacl. The

@@ -67,7 +67,7 @@ echo more >>README; rm src/main.c; mkdir -p new/dir; echo n >new/dir/file; chmod
   # is only the overlay's mount point, its changes are in the upper dir.
   assert_matches "$(cat "$dir/pristine")" "^$base-[0-9]+$" "the job's claim"
   assert_eq "$(find "$dir/work" -mindepth 1 | wc -l)" 0 "entries in the mount point on the host"
-  assert_exists "$dir/upper/new/dir/file"
+  assert_exists "$(job_work "$dir")/new/dir/file"
   assert_eq "$(cat "$(pristine_dir)/tree/README")" hello "the pristine README"
   assert_exists "$(pristine_dir)/tree/src/main.c"
 }
@@ -118,6 +118,7 @@ test_work_tree_checkout_gives_a_checkout_of_its_own() {
   dir="$(job_dir "$JOB")"
   assert_absent "$dir/pristine"
   assert_absent "$dir/upper"
+  assert_absent "$dir/fuse-layers"
   assert_eq "$(cat "$dir/work/README")" "$(printf 'hello\nmore')" "README in the job's own checkout"
   assert_eq "$(pristine_entries)" "" "pristine checkouts"
   assert_eq "$(git show "$(json_field "$JOB_JSON" result):README")" "$(printf 'hello\nmore')" "README in the result"
@@ -212,6 +213,7 @@ test_a_job_continued_beyond_its_base_gets_a_checkout_of_its_own() {
   expect_exit 0 git mullet run --continue "$JOB" -m "more" --json -q
   assert_absent "$dir/pristine"
   assert_absent "$dir/upper"
+  assert_absent "$dir/fuse-layers"
   # The same command again, from the first run's snapshot.
   assert_eq "$(cat "$dir/work/README")" "$(printf 'hello\none\none')" "README in the continued job's checkout"
   # No job claims the pristine checkout any more; the next discard takes it.

@@ -207,13 +207,19 @@ job_dir() {
 # overlay of the base's pristine checkout (the job claimed one), else its own
 # checkout. The host never sees an overlay's merged view.
 job_work() {
-  if [ -e "$1/pristine" ]; then echo "$1/upper"; else echo "$1/work"; fi
+  if [ -e "$1/fuse-layers" ]; then
+    echo "$1/fuse-layers/upper"
+  elif [ -e "$1/pristine" ]; then
+    echo "$1/upper"
+  else
+    echo "$1/work"
+  fi
 }
 
 # job_has DIR NAME: the worker of the job in DIR has written NAME (for
 # wait_until, before the job may have chosen its work tree).
 job_has() {
-  [ -e "$1/upper/$2" ] || [ -e "$1/work/$2" ]
+  [ -e "$1/upper/$2" ] || [ -e "$1/work/$2" ] || [ -e "$1/fuse-layers/upper/$2" ]
 }
 
 # mullet_traces: everything git-mullet keeps in the current repository (refs

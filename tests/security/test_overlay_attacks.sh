@@ -76,7 +76,7 @@ test_a_worker_cannot_change_the_pristine_checkout_or_reach_other_layers() {
   local first="$JOB" pristine upper before
   pristine="$(pristine_tree)"
   [ -n "$pristine" ] || fail "no pristine checkout after the first job"
-  upper="$(sec_job_dir "$first")/upper"
+  upper="$(job_work "$(sec_job_dir "$first")")"
   assert_exists "$upper/planted"
   printf '%s\n' "$secret" >"$upper/planted"
   sec_open_up "$upper"
@@ -192,10 +192,12 @@ finish" >/dev/null 2>&1) &
   common="$(cd "$(git rev-parse --git-common-dir)" && pwd -P)"
   wait_until 60 sh -c "ls '$common'/mullet/jobs/*/home/started"
   first_dir="$(dirname "$(dirname "$(ls "$common"/mullet/jobs/*/home/started | head -n 1)")")"
-  printf '%s\n' "$secret" >"$first_dir/upper/planted"
-  sec_open_up "$first_dir/upper"
+  local first_upper
+  first_upper="$(job_work "$first_dir")"
+  printf '%s\n' "$secret" >"$first_upper/planted"
+  sec_open_up "$first_upper"
   sec_run "
-try read-running-upper cat '$first_dir/upper/planted'
+try read-running-upper cat '$first_upper/planted'
 try list-running-job-dir ls '$first_dir'
 hunt SECRET-
 finish"
