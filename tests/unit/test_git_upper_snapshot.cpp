@@ -18,6 +18,7 @@
 #include "git/repository.hpp"
 #include "git/snapshot.hpp"
 #include "git/upper_snapshot.hpp"
+#include "sandbox/fuse_overlay.hpp"
 #include "util/fd.hpp"
 #include "util/process.hpp"
 
@@ -301,10 +302,15 @@ TEST_CASE("upper snapshot: every kind of change through root's overlay (trusted 
 }
 
 TEST_CASE("upper snapshot: every kind of change through fuse-overlayfs gives take_snapshot's tree") {
+  const std::string refused = mullet::sandbox::probe_fuse_overlay();
   if (::geteuid() != 0) {
-    MESSAGE("skipped: only root can open /dev/fuse on the machines this runs on");
+    // Not root: no job gets fuse-overlayfs, whatever /dev/fuse allows, and
+    // the refusal says why (what `work_tree = "fuse-overlayfs"` answers).
+    CHECK_MESSAGE(refused != "", "fuse-overlayfs offered to a user that is not root");
+    CHECK_MESSAGE((contains(refused, "root") || contains(refused, "/dev/fuse")), refused);
     return;
   }
+  REQUIRE_MESSAGE(refused == "", "fuse-overlayfs cannot serve a work tree as root here: " << refused);
   // fuse-overlayfs refuses the worker a `.wh.` name (EINVAL): those two
   // changes are left out.
   std::string script = every_change;
