@@ -31,26 +31,18 @@ bool is_whiteout(const struct stat& info) {
 
 constexpr const char* fuse_whiteout_prefix = ".wh.";
 constexpr const char* fuse_opaque_marker = ".wh..wh..opq";
+constexpr const char* fuse_opaque_device = ".wh..opq";
+constexpr const char* worker_opaque_xattr = "user.overlay.opaque";
 
 bool has_fuse_whiteout_prefix(const std::string& name) {
   return name.rfind(fuse_whiteout_prefix, 0) == 0;
 }
 
-// Whether fuse-overlayfs hides `name` of the upper directory `dir_fd`: a
-// `.wh.` name (a marker, never shown), or one with a `.wh.` marker beside it.
-bool fuse_hidden(int dir_fd, const std::string& name) {
-  if (has_fuse_whiteout_prefix(name)) return true;
-  struct stat marker {};
-  return ::fstatat(dir_fd, (fuse_whiteout_prefix + name).c_str(), &marker, AT_SYMLINK_NOFOLLOW) == 0;
-}
-
-// As fuse-overlayfs 1.10 decides, less the one marker a worker can write:
-// the first of trusted.overlay.opaque (root's alone) and
-// user.fuseoverlayfs.opaque (the daemon refuses a worker's) the directory
-// has, value starting with 'y'; with neither, a `.wh..wh..opq` entry (a name
-// the daemon refuses a worker). fuse-overlayfs also reads
-// user.overlay.opaque between the two, and lets a worker set it: that one is
-// never read, so no xattr of the worker's makes a directory opaque or not.
+// Opaque as fuse-overlayfs 1.10 marks a directory it makes (its daemon not
+// root): the first of trusted.overlay.opaque (root's alone) and
+// user.fuseoverlayfs.opaque (the daemon refuses a worker's) it has, value
+// starting with 'y'. Never by a `.wh..wh..opq` entry alone, nor by
+// user.overlay.opaque (refused where found: fuse_refusal).
 bool fuse_opaque(int dir_fd) {
   for (const char* name : {"trusted.overlay.opaque", "user.fuseoverlayfs.opaque"}) {
     char value[16] = {};
@@ -59,8 +51,31 @@ bool fuse_opaque(int dir_fd) {
     if (length == 0) return false;
     if (errno != ENODATA && errno != ENOTSUP) return false;
   }
-  struct stat marker {};
-  return ::fstatat(dir_fd, fuse_opaque_marker, &marker, AT_SYMLINK_NOFOLLOW) == 0;
+  return false;
+}
+
+// The daemon's own markers in a directory it made opaque: an empty
+// `.wh..wh..opq` file and a `.wh..opq` whiteout device. Not recorded.
+bool fuse_daemon_marker(int dir_fd, const std::string& name) {
+  struct stat info {};
+  if (::fstatat(dir_fd, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) return false;
+  const bool marker = (name == fuse_opaque_marker && S_ISREG(info.st_mode) && info.st_size == 0) ||
+                      (name == fuse_opaque_device && is_whiteout(info));
+  return marker && fuse_opaque(dir_fd);
+}
+
+// fuse-overlayfs refuses a worker `.wh.` names only for files it creates:
+// as a directory, symlink, hard link or rename target the worker has one,
+// sees it and what it would hide while the daemon runs, and the next daemon
+// (the next attempt) reads it as a deletion. No reading of such an upper dir
+// is what the worker saw, so it is refused, as is user.overlay.opaque, which
+// the worker may set and the next daemon would honour.
+[[noreturn]] void fuse_refusal(const std::string& what) {
+  throw refused_error("the work tree's upper dir holds " + util::terminal_safe(what) +
+                          ", which fuse-overlayfs reads differently from what it showed the worker; nothing of "
+                          "this run was recorded",
+                      "a worker under work_tree = \"fuse-overlayfs\" must not make names starting with .wh. or set "
+                      "user.overlay.opaque; use work_tree = \"overlay\" or \"checkout\" for it");
 }
 
 // The .gitignore files of the merged view, along the paths the upper dir
@@ -69,8 +84,7 @@ bool fuse_opaque(int dir_fd) {
 // (O_NOFOLLOW, regular files only), never by libgit2.
 class MergedIgnores {
  public:
-  MergedIgnores(detail::EntryRecorder& entries, const git_oid& base_tree, bool fuse)
-      : m_entries(entries), m_head(base_tree), m_fuse(fuse) {}
+  MergedIgnores(detail::EntryRecorder& entries, const git_oid& base_tree) : m_entries(entries), m_head(base_tree) {}
 
   // Entering directory `rel` of the upper dir (`dir_fd`), whose lower
   // contents (the base's subtree) are `lower`, or none under an opaque
@@ -80,7 +94,6 @@ class MergedIgnores {
   bool enter(int dir_fd, const std::string& rel, const git_tree* lower, bool parent_safe) {
     struct stat info {};
     std::optional<std::string> content;
-    if (m_fuse && fuse_hidden(dir_fd, ".gitignore")) return parent_safe;
     if (::fstatat(dir_fd, ".gitignore", &info, AT_SYMLINK_NOFOLLOW) == 0) {
       if (is_whiteout(info)) return parent_safe;
       if (!S_ISREG(info.st_mode) || info.st_size > detail::max_gitignore_bytes) return unusable(rel);
@@ -170,7 +183,6 @@ class MergedIgnores {
 
   detail::EntryRecorder& m_entries;
   git_oid m_head;
-  bool m_fuse;
   std::vector<std::pair<std::string, std::string>> m_pending;  // (directory, .gitignore) not written yet
   bool m_any_rules = false;
   util::TempDir m_scratch;
@@ -182,7 +194,7 @@ class UpperWalker {
   UpperWalker(const Repository& user_repo, const git_oid& base_tree, const std::string& opaque_xattr,
               const SnapshotOptions& options, Snapshot& result)
       : m_entries(user_repo, options, result),
-        m_ignores(m_entries, base_tree, opaque_xattr == fuse_overlayfs_upper),
+        m_ignores(m_entries, base_tree),
         m_opaque_xattr(opaque_xattr),
         m_fuse(opaque_xattr == fuse_overlayfs_upper) {}
 
@@ -194,13 +206,16 @@ class UpperWalker {
                               int depth) {
     if (!m_entries.within_depth(rel, depth)) return std::nullopt;
     const git_tree* lower = merged ? base : nullptr;
+    if (m_fuse && ::fgetxattr(dir_fd, worker_opaque_xattr, nullptr, 0) >= 0) {
+      fuse_refusal(std::string(worker_opaque_xattr) + " on " + (rel.empty() ? std::string(".") : rel));
+    }
     const bool safe_here = m_ignores.enter(dir_fd, rel, lower, ignore_safe);
     TreeBuilderPtr builder = m_entries.new_builder(lower);
     for (const auto& name : m_entries.list(dir_fd, rel)) {
       if (m_entries.is_git_dir_entry(name, rel)) continue;
-      if (m_fuse && fuse_hidden(dir_fd, name)) {
-        remove_entry(builder.get(), has_fuse_whiteout_prefix(name) ? name.substr(4) : name);
-        continue;
+      if (m_fuse && has_fuse_whiteout_prefix(name)) {
+        if (fuse_daemon_marker(dir_fd, name)) continue;
+        fuse_refusal(rel + name);
       }
       const git_tree_entry* tracked = base != nullptr ? git_tree_entry_byname(base, name.c_str()) : nullptr;
       const auto entry = record(dir_fd, rel, name, tracked, merged, safe_here, depth);

@@ -27,13 +27,13 @@ namespace mullet::git {
 // (mount option userxattr).
 inline constexpr const char* overlay_opaque_xattr_root = "trusted.overlay.opaque";
 inline constexpr const char* overlay_opaque_xattr_user = "user.overlay.opaque";
-// fuse-overlayfs's upper dir (1.10, its daemon not root), read as it reads
-// it: a name with a `.wh.NAME` beside it, a `.wh.`-prefixed name itself and a
-// character device 0/0 are not there (the first two hide NAME); a directory
-// is opaque by the first of trusted.overlay.opaque, user.fuseoverlayfs.opaque
-// it has (value starting with "y"), else by a `.wh..wh..opq` entry in it.
-// Never by user.overlay.opaque, which fuse-overlayfs also reads but lets the
-// worker set (the kernel's overlay refuses it).
+// fuse-overlayfs's upper dir (1.10, its daemon not root): a character
+// device 0/0 deletes; a directory is opaque by the first of
+// trusted.overlay.opaque, user.fuseoverlayfs.opaque it has (value starting
+// with "y"), and its `.wh..wh..opq` and `.wh..opq` markers are left out. Any
+// other `.wh.` name, and user.overlay.opaque on a directory, refuse the
+// snapshot (refused_error): the worker made them, and fuse-overlayfs shows
+// them to the worker otherwise than it reads them afterwards.
 inline constexpr const char* fuse_overlayfs_upper = "user.fuseoverlayfs.opaque";
 
 // `base_tree` is the tree the lower dir holds; `upper_dir` the overlay's upper

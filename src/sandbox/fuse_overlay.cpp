@@ -125,7 +125,7 @@ FuseDaemon start_fuse_overlay(const Overlay& overlay, const std::string& mount_p
   options.argv = {program, "-f", "-o",
                   std::string("lowerdir=") + layer_lower + ",upperdir=" + layer_rw + "/upper,workdir=" + layer_rw +
                       "/work" + ",squash_to_uid=" + std::to_string(uid) + ",squash_to_gid=" + std::to_string(gid) +
-                      ",noacl",
+                      ",noacl,noxattrs=1",
                   "/dev/fd/" + std::to_string(device.get())};
   options.env = {{"PATH", util::host_path()}};
   options.cwd = "/";

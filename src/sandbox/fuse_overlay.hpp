@@ -1,20 +1,23 @@
 // A work tree served by fuse-overlayfs (Overlay::fuse), for where the kernel
 // refuses an overlay; as root only.
 //
-// The daemon is a Child the runner owns (killed when the sandbox ends, and
-// with us). Its child, still root, opens no path by name: it enters a mount
-// namespace of its own, mounts a fuse file system on the work tree's mount
+// The daemon is a Child the runner owns (killed when the sandbox ends; its
+// death signal, set after the uid change, kills it with us). Its child, still
+// root, enters a mount namespace of its own, binds the layers on a tmpfs
+// over the staging mount point (the lower one read-only; each opened without
+// following symlinks), mounts a fuse file system on the work tree's mount
 // point there (fd= a /dev/fuse descriptor we opened, user_id/group_id the
 // sandbox's, default_permissions so the kernel checks modes; allow_other, as
 // bwrap's staging child is root when it opens the mount to bind it, and no
-// process outside the namespaces we make can reach the mount), then drops to the sandbox's uid and execs fuse-overlayfs on
-// /dev/fd/<that descriptor>. The layers are named /proc/self/fd/N of
-// directories we opened without following symlinks, so no path reaches its
-// -o string (no ',' ':' or '=' injection); squash_to_uid/gid and noacl. The
-// daemon never runs as root and never sees the host's mount of anything: the
-// fuse mount exists only in its namespace, which bwrap's staging child joins
-// (Staging::join_mount_ns) and copies. fuse-overlayfs does no redirects and
-// no metacopy; its upper dir is read by take_upper_snapshot's fuse rules.
+// process outside the namespaces we make can reach the mount), then drops to
+// the sandbox's uid and execs fuse-overlayfs on /dev/fd/<that descriptor>.
+// Its -o names only those fixed staging paths and numbers: no path of the
+// user's reaches it (no ',' ':' '=' or backslash injection). squash_to_uid/gid,
+// noacl, noxattrs=1 (the worker reads and sets no xattr, so not
+// user.overlay.opaque, which fuse-overlayfs would honour). fuse-overlayfs
+// resolves every path inside a layer (openat2 RESOLVE_IN_ROOT), makes no
+// redirects and no metacopy; its upper dir is read by take_upper_snapshot's
+// fuse rules, which refuse what it reads otherwise than it showed.
 #pragma once
 
 #include <sys/types.h>
