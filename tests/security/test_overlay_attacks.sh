@@ -197,6 +197,33 @@ finish"
   assert_eq "$recorded" "$seen" "the result against what the worker saw"
 }
 
+# A worker that leaves its upper dir full of directories of mode 0000 (and
+# read-only files in them) does not keep discard from removing the job's
+# layers: upper/ or fuse-layers/, and its pristine checkout with it.
+test_discard_removes_layers_the_worker_locked_up() {
+  base_repo
+  sec_run "
+mkdir -p locked/a/b/c keep/locked
+for d in locked/a/b/c locked/a/b locked/a keep/locked; do echo x >\$d/f; chmod 0444 \$d/f; done
+chmod 0000 locked/a/b/c locked/a/b locked/a keep/locked
+chmod 0000 locked
+finish"
+  sec_assert_worker_ran
+  local dir layers
+  dir="$(sec_job_dir)"
+  layers="$(dirname "$(job_work "$dir")")"
+  [ "$layers" = "$dir" ] && layers="$dir/upper"
+  # Positive control: the locked directories are there (as root still mode
+  # 0000; as a user the host made its own upper dir's directories usable).
+  assert_eq "$(find "$layers" -name locked -type d | wc -l)" 2 "locked directories in $layers"
+  if [ "$(id -u)" -eq 0 ]; then
+    assert_eq "$(find "$layers" -name locked -type d -perm 0000 | wc -l)" 2 "mode 0000 directories in $layers"
+  fi
+  expect_exit 0 git mullet discard "$JOB"
+  assert_absent "$dir"
+  assert_eq "$(pristine_tree)" "" "the pristine checkout after the last job's discard"
+}
+
 test_another_jobs_upper_dir_is_out_of_reach_while_it_runs() {
   # Two jobs at once: two uids.
   base_repo 2
