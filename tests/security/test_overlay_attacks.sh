@@ -224,6 +224,35 @@ finish"
   assert_eq "$(pristine_tree)" "" "the pristine checkout after the last job's discard"
 }
 
+# Nothing of a job outlives its runner killed with SIGKILL: no sandbox
+# process, and under fuse-overlayfs no daemon (a host process serving the
+# worker's files). Each is found by its mount namespace, which holds the
+# job's directories.
+test_nothing_of_a_job_outlives_its_killed_runner() {
+  base_repo
+  local common dir id runner holders comm
+  common="$(cd "$(git rev-parse --git-common-dir)" && pwd -P)"
+  git mullet run --json -q -m "outlive" --command "echo >/mullet/home/started; sleep 600" >/dev/null 2>&1 &
+  local git_pid=$!
+  wait_until 60 sh -c "ls '$common'/mullet/jobs/*/home/started"
+  dir="$(dirname "$(dirname "$(ls "$common"/mullet/jobs/*/home/started | head -n 1)")")"
+  id="$(basename "$dir")"
+  runner="$(pgrep -P "$git_pid" -x git-mullet)" || fail "no git-mullet child of git ($git_pid)"
+  # Positive control: processes holding the job's directories in their
+  # mount namespace run now, the daemon among them under fuse-overlayfs.
+  holders="$(grep -ls "$id" /proc/[0-9]*/mountinfo | cut -d/ -f3 || true)"
+  [ -n "$holders" ] || fail "no process holds job $id's directories while it runs"
+  comm="$(for pid in $holders; do cat "/proc/$pid/comm" 2>/dev/null; done)"
+  if [ "${MULLET_TEST_WORK_TREE:-}" = fuse-overlayfs ]; then
+    assert_contains "$comm" fuse-overlayfs "the processes of the running job"
+  else
+    assert_not_contains "$comm" fuse-overlayfs "the processes of the running job"
+  fi
+  kill -KILL "$runner"
+  wait_until 30 sh -c "! grep -qs '$id' /proc/[0-9]*/mountinfo"
+  wait "$git_pid" || true
+}
+
 test_another_jobs_upper_dir_is_out_of_reach_while_it_runs() {
   # Two jobs at once: two uids.
   base_repo 2
