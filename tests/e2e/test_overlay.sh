@@ -185,6 +185,26 @@ echo changed >README; rm src/main.c; mkdir d; echo n >d/f'
   assert_eq "$(pgrep -u "$OWN_UID" -c fuse-overlayfs || true)" 0 "fuse-overlayfs daemons left"
 }
 
+# No path reaches a mount's option string (kernel overlayfs names its layers
+# by descriptor, fuse-overlayfs by fixed staging paths): a repository whose
+# path holds , : = and \ gets its overlay like any other.
+test_a_repository_path_with_option_characters_gets_its_overlay() {
+  local odd='odd,lowerdir=:x\y'
+  new_repo "$odd"
+  cd "$odd"
+  overlay_config
+  run_job -m "odd" --command "$RECORD_FSTYPE"'
+echo changed >README'
+  assert_eq "$RUN_CODE" 0 "exit code of the job"
+  local result
+  result="$(json_field "$JOB_JSON" result)"
+  assert_eq "$(git show "$result:fstype")" \
+    "$([ "${MULLET_TEST_WORK_TREE:-}" = fuse-overlayfs ] && echo fuse.fuse-overlayfs || echo overlay)" \
+    "the work tree's file system type"
+  assert_eq "$(git show "$result:README")" changed "README in the result"
+  assert_exists "$(job_work "$(job_dir "$JOB")")/README"
+}
+
 test_setup_dependency_dirs_are_bound_from_the_upper_dir() {
   new_repo repo
   cd repo
