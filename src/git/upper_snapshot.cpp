@@ -319,3 +319,28 @@ Snapshot take_upper_snapshot(const Repository& user_repo, const git_oid& base_tr
 }
 
 }  // namespace mullet::git
+
+namespace mullet::git {
+namespace {
+
+int find_fuse_reserved(const char* root, const git_tree_entry* entry, void* payload) {
+  const std::string name = git_tree_entry_name(entry);
+  if (!has_fuse_whiteout_prefix(name)) return 0;
+  *static_cast<std::string*>(payload) = std::string(root) + name;
+  return 1;  // stops the walk
+}
+
+}  // namespace
+
+std::string fuse_reserved_name(const Repository& repo, const git_oid& commit) {
+  git_tree* raw = nullptr;
+  const git_oid tree_id = repo.tree_of(commit);
+  check(git_tree_lookup(&raw, repo.get(), &tree_id), "cannot read the base's tree");
+  const TreePtr tree(raw);
+  std::string found;
+  const int walked = git_tree_walk(tree.get(), GIT_TREEWALK_PRE, find_fuse_reserved, &found);
+  if (walked < 0 && found.empty()) check(walked, "cannot read the base's tree");
+  return found;
+}
+
+}  // namespace mullet::git

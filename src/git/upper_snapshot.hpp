@@ -36,6 +36,12 @@ inline constexpr const char* overlay_opaque_xattr_user = "user.overlay.opaque";
 // them to the worker otherwise than it reads them afterwards.
 inline constexpr const char* fuse_overlayfs_upper = "user.fuseoverlayfs.opaque";
 
+// The first path of `commit`'s tree with a name starting with `.wh.`, or
+// empty. fuse-overlayfs reads such a name of its lower layer as a deletion,
+// so the worker would see less than the base holds: no fuse-overlayfs work
+// tree for such a base.
+std::string fuse_reserved_name(const Repository& repo, const git_oid& commit);
+
 // `base_tree` is the tree the lower dir holds; `upper_dir` the overlay's upper
 // dir (host path); `opaque_xattr` the name the mount used (one of the two
 // above) - no other name is ever honoured - or fuse_overlayfs_upper. options.base_tree, when set, must

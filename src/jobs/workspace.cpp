@@ -11,6 +11,7 @@
 #include "sandbox/overlay.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
+#include "util/strings.hpp"
 
 namespace mullet::jobs {
 
@@ -120,6 +121,18 @@ std::string opaque_xattr_for(std::optional<uid_t> sandbox_uid, const WorkTreeCho
   return sandbox_uid ? git::overlay_opaque_xattr_root : git::overlay_opaque_xattr_user;
 }
 
+// fuse-overlayfs reads a `.wh.` name of its lower layer as a deletion: a
+// base that tracks one would show the worker less than it holds.
+void refuse_fuse_reserved_names(const git::Repository& repo, const git_oid& base) {
+  const std::string name = git::fuse_reserved_name(repo, base);
+  if (name.empty()) return;
+  throw refused_error("the base tracks " + util::terminal_safe(name) +
+                          ", a name fuse-overlayfs reads as a deletion, so its work tree would hide files of the base "
+                          "from the worker; nothing was run",
+                      "set [sandbox] work_tree = \"checkout\" (or \"overlay\" where the kernel allows one) in your "
+                      "user config");
+}
+
 }  // namespace
 
 WorkTreeChoice choose_work_tree(const git::Repository& repo, const config::Settings& settings) {
@@ -180,6 +193,7 @@ SandboxDirs make_worker_tree(const git::Repository& repo, const git_oid& commit,
     make_sandbox_clone(repo, commit, dirs, sandbox_uid, objects);
     return dirs;
   }
+  if (choice.fuse) refuse_fuse_reserved_names(repo, commit);
   const uid_t owner = sandbox_uid.value_or(::geteuid());
   const git::Pristine pristine = git::claim_pristine(repo, commit, owner, paths.root, sandbox::inside::git_dir);
   for (const char* dir : {"/objects/info", "/objects/pack", "/refs/heads", "/refs/tags"}) {

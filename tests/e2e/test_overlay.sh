@@ -205,6 +205,30 @@ echo changed >README'
   assert_exists "$(job_work "$(job_dir "$JOB")")/README"
 }
 
+# A base that tracks a `.wh.` name: fuse-overlayfs would read it in its
+# lower layer as a deletion and hide it and what it names from the worker,
+# so under fuse-overlayfs the job is refused, nothing run; under kernel
+# overlayfs it is a plain name the worker sees.
+test_a_base_tracking_a_wh_name() {
+  new_repo repo
+  cd repo
+  mkdir -p sub
+  printf 'shown\n' >sub/foo
+  printf 'marker\n' >sub/.wh.foo
+  git add -A
+  git commit -qm "a .wh. name"
+  overlay_config
+  if [ "${MULLET_TEST_WORK_TREE:-}" = fuse-overlayfs ]; then
+    expect_exit 3 git mullet run -m x --command 'echo ran >ran'
+    assert_contains "$ERR" "the base tracks sub/.wh.foo"
+    assert_contains "$ERR" 'work_tree = "checkout"'
+    return
+  fi
+  run_job -m "wh" --command 'cat sub/foo sub/.wh.foo >seen'
+  assert_eq "$RUN_CODE" 0 "exit code of the job"
+  assert_eq "$(git show "$(json_field "$JOB_JSON" result):seen")" "$(printf 'shown\nmarker')" "what the worker saw"
+}
+
 test_setup_dependency_dirs_are_bound_from_the_upper_dir() {
   new_repo repo
   cd repo
