@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 
+#include "sandbox/cgroup.hpp"
 #include "sandbox/host.hpp"
 #include "sandbox/plan.hpp"
 #include "sandbox/policy.hpp"
@@ -135,8 +136,8 @@ std::string diagnose_bwrap_failure(const std::string& output) {
 }
 
 std::string limits_mechanism() {
-  return "rlimits (processes, file size) plus git-mullet's own watch of the sandbox's memory, disk use, wall clock "
-         "and inactivity; cgroups are not used";
+  return describe_enforcement(detect_host_cgroups()) +
+         "; rlimits for file size, and git-mullet's own watch of disk use, wall clock and inactivity";
 }
 
 std::vector<Check> run_doctor_checks(std::optional<uid_t> sandbox_uid) {

@@ -1,0 +1,104 @@
+// Kernel-enforced memory and process limits: one cgroup per sandbox, with
+// the memory limit (swap included) and the process limit, holding the
+// sandbox's whole process tree, so the kernel counts every process and the
+// sandbox's end kills them all at once.
+//
+// The pure part (which hierarchy the host offers, the files and values to
+// write, the kernel's OOM counters) reads texts and a root path it is given,
+// so tests point it at a fake tree. JobCgroup does it for real.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/fd.hpp"
+
+namespace mullet::sandbox {
+
+enum class CgroupVersion { none, v1, v2 };
+
+// Where this host lets us make a sandbox's cgroup; plain data (part of a
+// Plan's limits, printed by --dry-run and doctor).
+struct CgroupHost {
+  CgroupVersion version = CgroupVersion::none;
+  // The parent directories each sandbox's cgroup is made in: one for v2
+  // (memory_parent), one per hierarchy for v1.
+  std::string memory_parent;
+  std::string pids_parent;
+  // v1: the kernel has memory.memsw.* (swap accounted): the limit includes swap.
+  bool swap_accounted = false;
+  // Why there is none, or where it is (for a person).
+  std::string note;
+  bool operator==(const CgroupHost&) const = default;
+};
+
+// What detection reads: /proc/self/mountinfo's and /proc/self/cgroup's
+// text, with `root` prefixed to every path in them (empty on the real host).
+struct CgroupProbe {
+  std::string mountinfo;
+  std::string self_cgroup;
+  std::string root;
+  bool as_root = false;
+  // [sandbox] cgroup: a v2 directory the user can write, used as the parent.
+  std::string configured;
+};
+
+// Prefers cgroup v2 (a subtree of its own as root, else a delegated subtree
+// the user can write above our own cgroup, else `configured`), then v1 as
+// root (the memory and pids hierarchies), else none.
+CgroupHost detect_cgroups(const CgroupProbe& probe);
+// This host's.
+CgroupHost detect_host_cgroups();
+
+// One file to write, in a hierarchy's cgroup directory, in order.
+struct CgroupWrite {
+  std::string controller;  // "memory" or "pids": which v1 hierarchy (v2: the one directory)
+  std::string file;
+  std::string value;
+  bool operator==(const CgroupWrite&) const = default;
+};
+// Zero means no limit of that kind.
+std::vector<CgroupWrite> cgroup_limit_writes(const CgroupHost& host, std::int64_t memory_mb, std::int64_t processes);
+
+// The kernel's count of OOM kills from memory.events (v2) or
+// memory.oom_control (v1): their "oom_kill N" line; 0 without one.
+std::uint64_t parse_oom_kills(std::string_view events);
+
+// For a person: "memory: cgroup v1 (kernel), ...", or the polling fallback.
+std::string describe_enforcement(const CgroupHost& host);
+
+// The cgroup(s) of one sandbox, made under the host's parents as
+// "<our pid>-<sequence>-<name>". Before making it, removes what a
+// git-mullet killed before its end left there (its pid is gone): their
+// processes are killed first. Destruction kills everything left inside and
+// removes the directories.
+class JobCgroup {
+ public:
+  JobCgroup(const CgroupHost& host, const std::string& name, std::int64_t memory_mb, std::int64_t processes);
+  ~JobCgroup();
+  JobCgroup(const JobCgroup&) = delete;
+  JobCgroup& operator=(const JobCgroup&) = delete;
+
+  // cgroup.procs of each directory, open for writing: for SpawnOptions.
+  std::vector<int> procs_fds() const;
+  // OOM kills the kernel made inside so far.
+  std::uint64_t oom_kills() const;
+  // The most memory the cgroup held (bytes; 0 when the kernel does not say).
+  std::uint64_t peak_memory_bytes() const;
+  // Kills every process inside, until none is left.
+  void kill_all() const;
+  const std::vector<std::string>& directories() const { return m_dirs; }
+
+ private:
+  CgroupHost m_host;
+  std::vector<std::string> m_dirs;  // memory's first
+  std::vector<UniqueFd> m_procs;
+};
+
+// Kills what is in the cgroup directory `dir` (and its children) and removes
+// it; false when it could not be removed.
+bool remove_cgroup(const std::string& dir);
+
+}  // namespace mullet::sandbox
