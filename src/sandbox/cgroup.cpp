@@ -57,19 +57,15 @@ bool lists_memory_and_pids(const std::string& path) {
   return has_word(text, "memory") && has_word(text, "pids");
 }
 
-bool writable(const std::string& path) { return ::access(path.c_str(), W_OK) == 0; }
+bool writable(const std::string& path) {
+  return ::access(path.c_str(), W_OK) == 0;
+}
 
 // v2: the directory our own cgroups go under, or empty.
 std::string v2_parent(const CgroupProbe& probe, const std::string& base, std::string& note) {
-  if (!probe.configured.empty()) {
-    const std::string dir = probe.root + probe.configured;
-    if (writable(dir) && lists_memory_and_pids(dir + "/cgroup.controllers")) return dir + "/" + parent_name;
-    note = "[sandbox] cgroup " + probe.configured + " is not a writable cgroup v2 directory with memory and pids";
-    return {};
-  }
   if (probe.as_root) {
     if (lists_memory_and_pids(base + "/cgroup.controllers")) return base + "/" + parent_name;
-    note = "cgroup v2 at " + base.substr(probe.root.size()) + " offers no memory and pids controllers";
+    note = "the v2 hierarchy at " + base.substr(probe.root.size()) + " offers no memory and pids controllers";
     return {};
   }
   // A delegated subtree: the deepest cgroup above our own that we can write
@@ -86,7 +82,7 @@ std::string v2_parent(const CgroupProbe& probe, const std::string& base, std::st
     }
     path = path.substr(0, path.rfind('/'));
   }
-  note = "no delegated cgroup v2 subtree with memory and pids is writable by this user";
+  note = "no delegated v2 subtree with memory and pids is writable by this user";
   return {};
 }
 
@@ -102,9 +98,9 @@ CgroupHost detect_v1(const CgroupProbe& probe, const std::vector<CgroupMount>& m
     }
   }
   if (memory.empty() || pids.empty()) {
-    host.note = "no cgroup v1 memory and pids hierarchies are mounted";
+    host.note = "no v1 memory and pids hierarchies are mounted";
   } else if (!probe.as_root || !writable(memory) || !writable(pids)) {
-    host.note = "the cgroup v1 memory and pids hierarchies are writable only by root";
+    host.note = "the v1 memory and pids hierarchies are writable only by root";
   } else {
     host.version = CgroupVersion::v1;
     host.memory_parent = memory + "/" + parent_name;
@@ -146,19 +142,6 @@ bool empty_cgroup(const std::string& dir) {
   return false;
 }
 
-// Removes what a git-mullet that is gone left under `parent`.
-void sweep_stale(const std::string& parent) {
-  std::vector<std::string> stale;
-  {
-    util::DirectoryReader listing(AT_FDCWD, parent);
-    while (const auto entry = listing.next()) {
-      const pid_t owner = static_cast<pid_t>(std::atoi(entry->name.c_str()));
-      if (owner > 0 && ::kill(owner, 0) != 0 && errno == ESRCH) stale.push_back(parent + "/" + entry->name);
-    }
-  }
-  for (const auto& dir : stale) remove_cgroup(dir);
-}
-
 void prepare_parent(const CgroupHost& host, const std::string& parent) {
   util::make_dirs(parent, 0755);
   if (host.version == CgroupVersion::v2) {
@@ -171,17 +154,43 @@ void prepare_parent(const CgroupHost& host, const std::string& parent) {
       write_cgroup_file(parent + "/cgroup.subtree_control", "+memory +pids");
     }
   }
-  sweep_stale(parent);
 }
 
 std::uint64_t read_number(const std::string& path) {
   return std::strtoull(util::read_file_if_exists(path).value_or("0").c_str(), nullptr, 10);
 }
 
+// [sandbox] cgroup naming a directory: that one, on a v2 mount, or none.
+CgroupHost configured_v2(const CgroupProbe& probe, const std::vector<CgroupMount>& mounts) {
+  CgroupHost host;
+  const std::string& path = probe.setting;
+  bool on_v2 = false;
+  for (const auto& mount : mounts) {
+    const std::string prefix = mount.point == "/" ? "/" : mount.point + "/";
+    on_v2 = on_v2 || (mount.fstype == "cgroup2" && (path == mount.point || path.rfind(prefix, 0) == 0));
+  }
+  const std::string dir = probe.root + path;
+  if (on_v2 && writable(dir) && lists_memory_and_pids(dir + "/cgroup.controllers")) {
+    host.version = CgroupVersion::v2;
+    host.memory_parent = host.pids_parent = dir + "/" + parent_name;
+    host.swap_accounted = true;
+    host.note = "under " + path + "/" + parent_name + " ([sandbox] cgroup)";
+  } else {
+    host.note = "[sandbox] cgroup " + path + " is not a writable v2 cgroup directory with memory and pids";
+  }
+  return host;
+}
+
 }  // namespace
 
 CgroupHost detect_cgroups(const CgroupProbe& probe) {
   const auto mounts = cgroup_mounts(probe.mountinfo);
+  if (probe.setting == "off") {
+    CgroupHost host;
+    host.note = "[sandbox] cgroup = \"off\"";
+    return host;
+  }
+  if (probe.setting != "auto") return configured_v2(probe, mounts);
   std::string v2_note;
   for (const auto& mount : mounts) {
     if (mount.fstype != "cgroup2") continue;
@@ -191,21 +200,22 @@ CgroupHost detect_cgroups(const CgroupProbe& probe) {
     host.version = CgroupVersion::v2;
     host.memory_parent = host.pids_parent = parent;
     host.swap_accounted = true;
-    host.note = "cgroup v2 under " + parent.substr(probe.root.size());
+    host.note = "under " + parent.substr(probe.root.size());
     return host;
   }
   CgroupHost host = detect_v1(probe, mounts);
   if (host.version == CgroupVersion::v1) {
-    host.note = "cgroup v1 under " + host.memory_parent.substr(probe.root.size()) + " and " +
-                host.pids_parent.substr(probe.root.size());
+    host.note =
+        "under " + host.memory_parent.substr(probe.root.size()) + " and " + host.pids_parent.substr(probe.root.size());
   } else if (!v2_note.empty()) {
     host.note = v2_note + "; " + host.note;
   }
   return host;
 }
 
-CgroupHost detect_host_cgroups() {
+CgroupHost detect_host_cgroups(const std::string& setting) {
   CgroupProbe probe;
+  probe.setting = setting;
   probe.mountinfo = util::read_proc_file("/proc/self/mountinfo").value_or("");
   probe.self_cgroup = util::read_proc_file("/proc/self/cgroup").value_or("");
   probe.as_root = ::geteuid() == 0;
@@ -245,30 +255,34 @@ std::uint64_t parse_oom_kills(std::string_view events) {
 std::string describe_enforcement(const CgroupHost& host) {
   switch (host.version) {
     case CgroupVersion::v2:
-      return "memory: cgroup v2 (kernel, no swap), processes: cgroup v2 pids (kernel); " + host.note;
+      return "memory: cgroup v2 (kernel, no swap), processes: cgroup v2 pids.max (kernel), one cgroup per sandbox " +
+             host.note;
     case CgroupVersion::v1:
       return std::string("memory: cgroup v1 (kernel, ") +
              (host.swap_accounted ? "swap included" : "swap not accounted, swappiness 0") +
-             "), processes: cgroup v1 pids (kernel); " + host.note;
-    case CgroupVersion::none:
-      break;
+             "), processes: cgroup v1 pids.max (kernel), one cgroup per sandbox " + host.note;
+    case CgroupVersion::none: break;
   }
-  return "memory: polling (git-mullet's watch of the sandbox's resident memory), processes: rlimit (RLIMIT_NPROC); "
-         "no cgroup: " +
-         host.note;
+  return "memory: polling (git-mullet's watch of the sandbox's resident memory; no writable cgroup: " + host.note +
+         "), processes: rlimit (RLIMIT_NPROC)";
 }
 
 JobCgroup::JobCgroup(const CgroupHost& host, const std::string& name, std::int64_t memory_mb, std::int64_t processes)
     : m_host(host) {
   if (host.version == CgroupVersion::none) throw failure("internal error: a job cgroup on a host without cgroups");
-  static std::atomic<unsigned> sequence{0};
-  const std::string leaf = std::to_string(::getpid()) + "-" + std::to_string(sequence++) + "-" + name;
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
+    throw failure("internal error: '" + name + "' cannot name a cgroup");
+  }
   std::vector<std::string> parents = {host.memory_parent};
   if (host.pids_parent != host.memory_parent) parents.push_back(host.pids_parent);
   try {
     for (const auto& parent : parents) {
       prepare_parent(host, parent);
-      const std::string dir = parent + "/" + leaf;
+      const std::string dir = parent + "/" + name;
+      // A run of the same job that was killed before its end left it.
+      if (util::exists(dir) && !remove_cgroup(dir)) {
+        throw failure("cannot remove the stale cgroup " + dir, "remove it by hand (rmdir) once nothing runs in it");
+      }
       if (::mkdir(dir.c_str(), 0755) != 0) {
         throw failure("cannot make the cgroup " + dir + ": " + std::strerror(errno),
                       "check that the cgroup hierarchy is writable (git mullet doctor)");
@@ -322,6 +336,31 @@ bool remove_cgroup(const std::string& dir) {
     pause_briefly();
   }
   return false;
+}
+
+}  // namespace mullet::sandbox
+
+namespace mullet::sandbox {
+
+std::vector<std::string> job_cgroup_names(const CgroupHost& host) {
+  std::set<std::string> names;
+  for (const auto* parent : {&host.memory_parent, &host.pids_parent}) {
+    if (host.version == CgroupVersion::none || !util::exists(*parent)) continue;
+    util::DirectoryReader listing(AT_FDCWD, *parent);
+    while (const auto entry = listing.next()) {
+      if (entry->type == DT_DIR) names.insert(entry->name);
+    }
+  }
+  return {names.begin(), names.end()};
+}
+
+bool remove_job_cgroup(const CgroupHost& host, const std::string& name) {
+  bool removed = true;
+  for (const auto* parent : {&host.memory_parent, &host.pids_parent}) {
+    if (host.version == CgroupVersion::none || name.empty() || name.find('/') != std::string::npos) continue;
+    removed = remove_cgroup(*parent + "/" + name) && removed;
+  }
+  return removed;
 }
 
 }  // namespace mullet::sandbox

@@ -41,16 +41,18 @@ struct CgroupProbe {
   std::string self_cgroup;
   std::string root;
   bool as_root = false;
-  // [sandbox] cgroup: a v2 directory the user can write, used as the parent.
-  std::string configured;
+  // [sandbox] cgroup: "auto", "off", or a v2 directory the user can write
+  // (its path on the host, `root` prefixed), used as the parent.
+  std::string setting = "auto";
 };
 
-// Prefers cgroup v2 (a subtree of its own as root, else a delegated subtree
-// the user can write above our own cgroup, else `configured`), then v1 as
-// root (the memory and pids hierarchies), else none.
+// "off": none. A path: that v2 directory, or none (never another). "auto":
+// cgroup v2 (a subtree of its own as root, else a delegated subtree the user
+// can write above our own cgroup), then v1 as root (the memory and pids
+// hierarchies), else none.
 CgroupHost detect_cgroups(const CgroupProbe& probe);
-// This host's.
-CgroupHost detect_host_cgroups();
+// This host's, for the user's [sandbox] cgroup `setting`.
+CgroupHost detect_host_cgroups(const std::string& setting);
 
 // One file to write, in a hierarchy's cgroup directory, in order.
 struct CgroupWrite {
@@ -66,13 +68,15 @@ std::vector<CgroupWrite> cgroup_limit_writes(const CgroupHost& host, std::int64_
 // memory.oom_control (v1): their "oom_kill N" line; 0 without one.
 std::uint64_t parse_oom_kills(std::string_view events);
 
-// For a person: "memory: cgroup v1 (kernel), ...", or the polling fallback.
+// For a person, one line: "memory: cgroup v1 (kernel, ...), processes: ...",
+// or "memory: polling (...)" where there is none. Only the first matches
+// "memory.*cgroup v[12]" (bench/limits reads it so).
 std::string describe_enforcement(const CgroupHost& host);
 
-// The cgroup(s) of one sandbox, made under the host's parents as
-// "<our pid>-<sequence>-<name>". Before making it, removes what a
-// git-mullet killed before its end left there (its pid is gone): their
-// processes are killed first. Destruction kills everything left inside and
+// The cgroup(s) of one sandbox, made under the host's parents as `name` (a
+// job's id, "-N" for a node; jobs/ chooses it and sweeps the stale ones). A
+// leftover of that name (a run of the same job killed before its end) is
+// emptied and removed first. Destruction kills everything left inside and
 // removes the directories.
 class JobCgroup {
  public:
@@ -97,8 +101,14 @@ class JobCgroup {
   std::vector<UniqueFd> m_procs;
 };
 
-// Kills what is in the cgroup directory `dir` (and its children) and removes
-// it; false when it could not be removed.
+// Kills what is in the cgroup directory `dir` and removes it; false when it
+// could not be removed.
 bool remove_cgroup(const std::string& dir);
+
+// The names of the sandboxes' cgroups under the host's parents (each once).
+std::vector<std::string> job_cgroup_names(const CgroupHost& host);
+// Empties and removes the cgroup(s) called `name` in every hierarchy; false
+// when one could not be removed.
+bool remove_job_cgroup(const CgroupHost& host, const std::string& name);
 
 }  // namespace mullet::sandbox

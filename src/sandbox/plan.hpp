@@ -69,7 +69,10 @@ struct Limits {
   std::int64_t disk_mb = 0;  // over the writable binds; also the largest file
   // Where the kernel holds memory_mb and processes (a cgroup per sandbox);
   // version none: rlimits and polling.
-  CgroupHost cgroup;
+  CgroupHost cgroup = {};
+  // The sandbox's cgroup's name under the host's parents (jobs/: the job's
+  // id, "-N" for a node); empty: no cgroup.
+  std::string cgroup_name = {};
 };
 
 struct Network {

@@ -245,14 +245,21 @@ util::SpawnOptions bwrap_options(const Plan& plan, const std::string& bwrap, Ope
 
 // The watchdogs over the sandbox `bwrap` leads, in the order they are asked.
 Watchdogs watchdogs_for(const Plan& plan, const RunIo& io, pid_t bwrap, std::int64_t started,
-                        std::uint64_t shared_memory_at_start) {
+                        std::uint64_t shared_memory_at_start, const JobCgroup* cgroup) {
   Watchdogs watchdogs;
   watchdogs.push_back(std::make_unique<CancelWatchdog>(util::cancel_requested));
   if (io.poll) watchdogs.push_back(std::make_unique<CallerWatchdog>(io.poll));
   watchdogs.push_back(std::make_unique<WallClockWatchdog>(started, plan.limits.wall_seconds));
   watchdogs.push_back(std::make_unique<InactivityWatchdog>(plan.limits.inactivity_seconds));
-  // A cgroup's memory limit is the kernel's: nothing to poll.
-  const std::int64_t polled_memory_mb = plan.limits.cgroup.version == CgroupVersion::none ? plan.limits.memory_mb : 0;
+  // A cgroup's memory limit is the kernel's: nothing to poll, and the first
+  // OOM kill its counter shows ends the sandbox, as the polling would.
+  if (cgroup != nullptr) {
+    watchdogs.push_back(std::make_unique<CallerWatchdog>([cgroup]() -> std::optional<StopReason> {
+      if (cgroup->oom_kills() > 0) return StopReason::memory;
+      return std::nullopt;
+    }));
+  }
+  const std::int64_t polled_memory_mb = cgroup == nullptr ? plan.limits.memory_mb : 0;
   watchdogs.push_back(std::make_unique<MemoryWatchdog>(started, polled_memory_mb, [=] {
     // The growth of the host's shared memory counts too: a memfd or a file in
     // one of the sandbox's tmpfs mounts is memory no RSS shows.
@@ -341,7 +348,8 @@ Watched watch_sandbox(const Plan& plan, const RunIo& io, SandboxPipes& pipes, co
 // The sandbox's cgroup, when the host offers one and the plan limits memory
 // or processes.
 bool wants_cgroup(const Plan& plan) {
-  return plan.limits.cgroup.version != CgroupVersion::none && (plan.limits.memory_mb > 0 || plan.limits.processes > 0);
+  return plan.limits.cgroup.version != CgroupVersion::none && !plan.limits.cgroup_name.empty() &&
+         (plan.limits.memory_mb > 0 || plan.limits.processes > 0);
 }
 
 // How the sandbox ended, once bwrap was reaped; `oom_killed`: the kernel's
@@ -383,7 +391,9 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   const UniqueFd syscall_filter = compile_syscall_filter(plan.syscall_filter);
   util::SpawnOptions options = bwrap_options(plan, bwrap, binds, pipes, io.terminal, mounts, syscall_filter);
   std::optional<JobCgroup> cgroup;
-  if (wants_cgroup(plan)) cgroup.emplace(plan.limits.cgroup, plan.phase, plan.limits.memory_mb, plan.limits.processes);
+  if (wants_cgroup(plan)) {
+    cgroup.emplace(plan.limits.cgroup, plan.limits.cgroup_name, plan.limits.memory_mb, plan.limits.processes);
+  }
   if (cgroup) options.cgroup_procs_fds = cgroup->procs_fds();
 
   const std::uint64_t shared_memory_at_start = host_shared_memory_bytes();
@@ -397,7 +407,8 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   if (io.terminal != nullptr) io.terminal->reset();
   binds.owned.clear();
 
-  Watchdogs watchdogs = watchdogs_for(plan, io, child.pid(), started, shared_memory_at_start);
+  Watchdogs watchdogs =
+      watchdogs_for(plan, io, child.pid(), started, shared_memory_at_start, cgroup ? &*cgroup : nullptr);
   const Watched watched = watch_sandbox(plan, io, pipes, child, watchdogs, started);
   pipes.input.write_end.reset();
   RunResult result;
@@ -405,7 +416,10 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   result.duration_ms = util::monotonic_ms() - started;
   const bool oom_killed = cgroup && cgroup->oom_kills() > 0;
   // Whatever bwrap left (nothing, its pid namespace gone with it) dies now.
-  if (cgroup) cgroup->kill_all();
+  if (cgroup) {
+    cgroup->kill_all();
+    if (const std::uint64_t peak = cgroup->peak_memory_bytes(); peak > 0) result.memory_peak_bytes = peak;
+  }
 
   if (watched.report_text.rfind("ok\n", 0) != 0 && !watched.kill_reason) {
     std::string why =

@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <regex>
 #include <string>
 
 #include "sandbox/cgroup.hpp"
+#include "util/error.hpp"
 #include "util/fs.hpp"
 
 using mullet::sandbox::CgroupHost;
@@ -111,10 +113,25 @@ TEST_CASE("cgroup detection: v2 delegated: the deepest cgroup above ours that ha
   SUBCASE("an explicit [sandbox] cgroup directory wins") {
     tree.file("/sys/fs/cgroup/mine/cgroup.controllers", "memory pids\n");
     CgroupProbe probe = probe_of(tree, v2_mountinfo, false);
-    probe.configured = "/sys/fs/cgroup/mine";
+    probe.setting = "/sys/fs/cgroup/mine";
     CHECK(mullet::sandbox::detect_cgroups(probe).memory_parent == tree.root() + "/sys/fs/cgroup/mine/git-mullet");
-    probe.configured = "/sys/fs/cgroup/absent";
+    // One that is not usable is none, not the delegated one found otherwise.
+    probe.setting = "/sys/fs/cgroup/absent";
+    const CgroupHost absent = mullet::sandbox::detect_cgroups(probe);
+    CHECK(absent.version == CgroupVersion::none);
+    CHECK(absent.note.find("[sandbox] cgroup /sys/fs/cgroup/absent") == 0);
+    // Nor a directory outside every v2 mount.
+    tree.file("/tmp/fake/cgroup.controllers", "memory pids\n");
+    probe.setting = "/tmp/fake";
     CHECK(mullet::sandbox::detect_cgroups(probe).version == CgroupVersion::none);
+  }
+  SUBCASE("off: none, whatever the host offers") {
+    CgroupProbe probe = probe_of(tree, v2_mountinfo, false);
+    probe.setting = "off";
+    const CgroupHost off = mullet::sandbox::detect_cgroups(probe);
+    CHECK(off.version == CgroupVersion::none);
+    CHECK(mullet::sandbox::describe_enforcement(off).find("memory: polling") == 0);
+    CHECK(mullet::sandbox::describe_enforcement(off).find("[sandbox] cgroup = \"off\"") != std::string::npos);
   }
 }
 
@@ -124,7 +141,7 @@ TEST_CASE("cgroup detection: nothing delegated, nothing mounted: none") {
   tree.file("/sys/fs/cgroup/user.slice/cgroup.subtree_control", "cpu\n");
   const CgroupHost host = mullet::sandbox::detect_cgroups(probe_of(tree, v2_mountinfo, false));
   CHECK(host.version == CgroupVersion::none);
-  CHECK(host.note.find("no delegated cgroup v2 subtree") != std::string::npos);
+  CHECK(host.note.find("no delegated v2 subtree") != std::string::npos);
   CHECK(mullet::sandbox::detect_cgroups(probe_of(tree, "", true)).version == CgroupVersion::none);
 }
 
@@ -141,11 +158,10 @@ TEST_CASE("cgroup limit files: memory with swap, processes; zero writes nothing"
         std::vector<CgroupWrite>{{"memory", "memory.limit_in_bytes", "1048576"}, {"memory", "memory.swappiness", "0"}});
   CgroupHost v2;
   v2.version = CgroupVersion::v2;
-  CHECK(mullet::sandbox::cgroup_limit_writes(v2, 2, 5) ==
-        std::vector<CgroupWrite>{{"memory", "memory.max", "2097152"},
-                                 {"memory", "memory.swap.max", "0"},
-                                 {"memory", "memory.oom.group", "1"},
-                                 {"pids", "pids.max", "5"}});
+  CHECK(mullet::sandbox::cgroup_limit_writes(v2, 2, 5) == std::vector<CgroupWrite>{{"memory", "memory.max", "2097152"},
+                                                                                   {"memory", "memory.swap.max", "0"},
+                                                                                   {"memory", "memory.oom.group", "1"},
+                                                                                   {"pids", "pids.max", "5"}});
   CHECK(mullet::sandbox::cgroup_limit_writes(v2, 0, 0).empty());
   CHECK(mullet::sandbox::cgroup_limit_writes(CgroupHost{}, 64, 10).empty());
 }
@@ -158,21 +174,23 @@ TEST_CASE("OOM kill counters: v1 memory.oom_control, v2 memory.events") {
   CHECK(mullet::sandbox::parse_oom_kills("oom_kill garbage\n") == 0);
 }
 
-TEST_CASE("JobCgroup on a fake v2 tree: controllers handed down, limits written, events read, stale ones swept") {
+TEST_CASE("JobCgroup on a fake v2 tree: controllers handed down, limits written, events read, names listed") {
   const FakeTree tree;
   tree.file("/sys/fs/cgroup/cgroup.controllers", "cpu memory pids\n");
   tree.file("/sys/fs/cgroup/cgroup.subtree_control", "\n");
   const CgroupHost host = mullet::sandbox::detect_cgroups(probe_of(tree, v2_mountinfo, true));
   REQUIRE(host.version == CgroupVersion::v2);
-  // What a git-mullet killed mid-run left: its pid is no process's.
-  mullet::util::make_dirs(host.memory_parent + "/999999999-0-code");
+  // What an earlier run of another job left (empty: a real cgroup's files
+  // are the kernel's, rmdir takes it).
+  mullet::util::make_dirs(host.memory_parent + "/0123456789-2");
 
-  const JobCgroup cgroup(host, "code", 64, 10);
-  CHECK_FALSE(mullet::util::exists(host.memory_parent + "/999999999-0-code"));
+  const JobCgroup cgroup(host, "abcdef0123", 64, 10);
   REQUIRE(cgroup.directories().size() == 1);
   const std::string dir = cgroup.directories().front();
-  CHECK(dir.rfind(host.memory_parent + "/" + std::to_string(::getpid()) + "-", 0) == 0);
-  CHECK(dir.substr(dir.size() - 5) == "-code");
+  CHECK(dir == host.memory_parent + "/abcdef0123");
+  CHECK(mullet::sandbox::job_cgroup_names(host) == std::vector<std::string>{"0123456789-2", "abcdef0123"});
+  CHECK(mullet::sandbox::remove_job_cgroup(host, "0123456789-2"));
+  CHECK(mullet::sandbox::job_cgroup_names(host) == std::vector<std::string>{"abcdef0123"});
   CHECK(tree.read("/sys/fs/cgroup/cgroup.subtree_control") == "+memory +pids");
   CHECK(mullet::util::read_file(host.memory_parent + "/cgroup.subtree_control") == "+memory +pids");
   CHECK(mullet::util::read_file(dir + "/memory.max") == "67108864");
@@ -191,13 +209,40 @@ TEST_CASE("JobCgroup on a fake v1 tree: one cgroup per hierarchy, pids.max in th
   make_hybrid(tree, false);
   const CgroupHost host = mullet::sandbox::detect_cgroups(probe_of(tree, hybrid_mountinfo, true));
   REQUIRE(host.version == CgroupVersion::v1);
-  const JobCgroup cgroup(host, "gate", 32, 7);
+  const JobCgroup cgroup(host, "abcdef0123-2", 32, 7);
   REQUIRE(cgroup.directories().size() == 2);
   CHECK(mullet::util::read_file(cgroup.directories()[0] + "/memory.limit_in_bytes") == "33554432");
   CHECK(mullet::util::read_file(cgroup.directories()[0] + "/memory.swappiness") == "0");
   CHECK(mullet::util::read_file(cgroup.directories()[1] + "/pids.max") == "7");
   CHECK_FALSE(mullet::util::exists(cgroup.directories()[0] + "/pids.max"));
   CHECK(cgroup.procs_fds().size() == 2);
-  mullet::util::write_file(cgroup.directories()[0] + "/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n");
+  CHECK(cgroup.directories()[0] == host.memory_parent + "/abcdef0123-2");
+  CHECK(cgroup.directories()[1] == host.pids_parent + "/abcdef0123-2");
+  mullet::util::write_file(cgroup.directories()[0] + "/memory.oom_control",
+                           "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n");
   CHECK(cgroup.oom_kills() == 2);
+}
+
+TEST_CASE("JobCgroup refuses a name that is no single path component") {
+  const FakeTree tree;
+  tree.file("/sys/fs/cgroup/cgroup.controllers", "memory pids\n");
+  const CgroupHost host = mullet::sandbox::detect_cgroups(probe_of(tree, v2_mountinfo, true));
+  for (const std::string name : {"", ".", "..", "a/b", "../escape"}) {
+    INFO("name: " << name);
+    CHECK_THROWS_AS(JobCgroup(host, name, 1, 1), mullet::Error);
+  }
+}
+
+TEST_CASE("enforcement for a person: only a cgroup's line matches memory.*cgroup v[12] (bench/limits reads it)") {
+  const std::regex kernel("memory.*cgroup v[12]");
+  const FakeTree tree;
+  make_hybrid(tree, true);
+  for (const bool as_root : {true, false}) {
+    const CgroupHost host = mullet::sandbox::detect_cgroups(probe_of(tree, hybrid_mountinfo, as_root));
+    CHECK(std::regex_search(mullet::sandbox::describe_enforcement(host), kernel) == as_root);
+  }
+  CgroupProbe none = probe_of(tree, v2_mountinfo, false);
+  CHECK_FALSE(std::regex_search(mullet::sandbox::describe_enforcement(mullet::sandbox::detect_cgroups(none)), kernel));
+  none.setting = "/sys/fs/cgroup/nowhere";
+  CHECK_FALSE(std::regex_search(mullet::sandbox::describe_enforcement(mullet::sandbox::detect_cgroups(none)), kernel));
 }
