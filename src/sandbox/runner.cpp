@@ -231,8 +231,11 @@ util::SpawnOptions bwrap_options(const Plan& plan, const std::string& bwrap, Ope
   options.die_with_parent = true;
   options.uid = plan.host_uid;
   options.gid = plan.host_gid;
-  // A cgroup's pids.max holds the line when there is one (wants_cgroup()).
-  if (plan.limits.processes > 0 && plan.limits.cgroup.version == CgroupVersion::none) {
+  // RLIMIT_NPROC stays beside a cgroup's pids.max: the kernel checks it
+  // early in fork, pids.max only after copying the parent's memory map, so
+  // a fork bomb held by pids.max alone keeps that map's lock so busy that
+  // reading its /proc files on the host (ps, pgrep) stalls for seconds.
+  if (plan.limits.processes > 0) {
     const uid_t uid = plan.host_uid.value_or(::getuid());
     options.rlimits.emplace_back(RLIMIT_NPROC,
                                  processes_of_uid(uid) + static_cast<unsigned long>(plan.limits.processes));
