@@ -14,6 +14,9 @@ namespace mullet::jobs {
 namespace {
 
 constexpr std::string_view shell_infix = "-shell-";
+// A sandbox's cgroup is empty only for the moments before its first process
+// joins and after its end; one empty for longer is a leftover.
+constexpr std::int64_t idle_seconds = 60;
 
 // A positive decimal number without sign or leading zero, or 0.
 int positive_number(std::string_view text) {
@@ -37,7 +40,7 @@ std::vector<sandbox::CgroupHost> hosts_for(const std::string& setting) {
   return hosts;
 }
 
-bool stale(const JobStore& store, const CgroupOwner& owner) {
+bool stale(const JobStore& store, const sandbox::CgroupHost& host, const std::string& name, const CgroupOwner& owner) {
   if (owner.shell_pid > 0) return ::kill(owner.shell_pid, 0) != 0 && errno == ESRCH;
   std::optional<StoredJob> job;
   try {
@@ -45,7 +48,8 @@ bool stale(const JobStore& store, const CgroupOwner& owner) {
   } catch (const Error&) {
     return false;  // a damaged record names no runner we trust
   }
-  return job && effective_state(job->record) != JobState::running;
+  if (!job) return sandbox::job_cgroup_idle(host, name, idle_seconds);
+  return effective_state(job->record) != JobState::running;
 }
 
 }  // namespace
@@ -71,7 +75,7 @@ void sweep_stale_cgroups(const JobStore& store, const std::string& setting) {
   for (const auto& host : hosts_for(setting)) {
     for (const auto& name : sandbox::job_cgroup_names(host)) {
       const auto owner = cgroup_owner(name);
-      if (owner && stale(store, *owner)) sandbox::remove_job_cgroup(host, name);
+      if (owner && stale(store, host, name, *owner)) sandbox::remove_job_cgroup(host, name);
     }
   }
 }

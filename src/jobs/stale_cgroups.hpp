@@ -25,7 +25,9 @@ std::string shell_cgroup_name(const std::string& id);
 
 // Removes (killing what is left inside) every cgroup of a job of this
 // repository that is not running, and of a shell whose process is gone.
-// Cgroups of jobs this store does not know (another repository's) stay.
+// Cgroups of jobs this store does not know (another repository's) stay
+// unless they are idle (empty, made over a minute ago: sandbox/cgroup.hpp),
+// as a deleted repository's are.
 // `setting`: the user's [sandbox] cgroup ("off" still sweeps what "auto"
 // would have made).
 void sweep_stale_cgroups(const JobStore& store, const std::string& setting);

@@ -354,6 +354,20 @@ std::vector<std::string> job_cgroup_names(const CgroupHost& host) {
   return {names.begin(), names.end()};
 }
 
+bool job_cgroup_idle(const CgroupHost& host, const std::string& name, std::int64_t min_age_seconds) {
+  if (host.version == CgroupVersion::none || name.empty() || name.find('/') != std::string::npos) return false;
+  const std::time_t now = std::time(nullptr);
+  for (const auto* parent : {&host.memory_parent, &host.pids_parent}) {
+    const std::string dir = *parent + "/" + name;
+    struct stat info {};
+    if (::lstat(dir.c_str(), &info) != 0) continue;
+    if (!S_ISDIR(info.st_mode) || now - info.st_mtime <= min_age_seconds) return false;
+    const auto procs = util::read_file_if_exists(dir + "/cgroup.procs");
+    if (!procs || !util::trim(*procs).empty()) return false;
+  }
+  return true;
+}
+
 bool remove_job_cgroup(const CgroupHost& host, const std::string& name) {
   bool removed = true;
   for (const auto* parent : {&host.memory_parent, &host.pids_parent}) {

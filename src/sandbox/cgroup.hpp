@@ -110,5 +110,10 @@ std::vector<std::string> job_cgroup_names(const CgroupHost& host);
 // Empties and removes the cgroup(s) called `name` in every hierarchy; false
 // when one could not be removed.
 bool remove_job_cgroup(const CgroupHost& host, const std::string& name);
+// True when the cgroup(s) called `name` hold no process and were made more
+// than `min_age_seconds` ago: a sandbox's cgroup holds its processes from
+// the moment it starts to its end, so such a one is left over, whoever made
+// it (a repository since deleted).
+bool job_cgroup_idle(const CgroupHost& host, const std::string& name, std::int64_t min_age_seconds);
 
 }  // namespace mullet::sandbox

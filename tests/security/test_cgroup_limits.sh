@@ -159,12 +159,25 @@ test_a_killed_runners_cgroup_is_removed_by_the_next_run() {
   new_repo repo
   cd repo
   sec_config '[limits]' 'memory_mb = 256' 'timeout = 120'
+  # The sandbox died with its runner (bwrap's --die-with-parent, its pid
+  # namespace); the emptied cgroup stays: nobody removed it.
+  start_and_kill
+  [ "$(git mullet show --json "$JOB" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')" = interrupted ] ||
+    fail "the killed job is not interrupted"
+  local killed="$JOB"
+  sec_run "finish"
+  sec_assert_state succeeded exit
+  assert_no_cgroup_of "$killed"
+  assert_no_cgroup_of "$JOB"
+}
+
+# start_and_kill: starts a job whose worker sleeps, waits until it runs,
+# SIGKILLs its git-mullet; sets JOB. As root, its emptied cgroup stays.
+start_and_kill() {
   git mullet run -q -m "killed mid-run" --command "echo up > /mullet/work/up.marker; sleep 100" >/dev/null 2>&1 &
-  local bg=$!
+  local bg=$! dir
   wait_until 30 sh -c 'git for-each-ref refs/mullet/jobs/ | grep -q .'
   JOB="$(git for-each-ref --format='%(refname:lstrip=3)' refs/mullet/jobs/)"
-  # The worker runs: its marker is in the job's work tree.
-  local dir
   dir="$(job_dir "$JOB")"
   wait_until 30 job_has "$dir" up.marker
   if as_root; then
@@ -174,18 +187,49 @@ test_a_killed_runners_cgroup_is_removed_by_the_next_run() {
   kill -9 "$(runner_pid)"
   wait "$bg" 2>/dev/null || true
   if as_root; then
-    # The sandbox died with its runner (bwrap's --die-with-parent, its pid
-    # namespace); the emptied cgroup stays: nobody removed it.
     wait_until 10 sh -c "[ -z \"\$(cat $PIDS_CGROUPS/$JOB/cgroup.procs)\" ]"
     assert_exists "$MEMORY_CGROUPS/$JOB"
   fi
-  [ "$(git mullet show --json "$JOB" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')" = interrupted ] ||
-    fail "the killed job is not interrupted"
-  local killed="$JOB"
+}
+
+test_a_killed_runners_cgroup_is_removed_by_discard() {
+  new_repo repo
+  cd repo
+  sec_config '[limits]' 'memory_mb = 256' 'timeout = 120'
+  start_and_kill
+  git mullet discard --force "$JOB" >/dev/null
+  assert_no_cgroup_of "$JOB"
+}
+
+test_the_sweep_leaves_cgroups_of_jobs_it_does_not_know() {
+  new_repo repo
+  cd repo
+  sec_config '[limits]' 'memory_mb = 256' 'timeout = 60'
+  if ! as_root; then
+    # No cgroup to sweep or to make: the run still works, by polling.
+    sec_run "finish"
+    sec_assert_state succeeded exit
+    [ "$(sec_jq 'd["phases"][0]["memory_peak_bytes"]')" = null ] || fail "a memory peak recorded without a cgroup"
+    return
+  fi
+  # Another repository's job (an id this store does not have, just made, as
+  # a sandbox's is before its first process joins) and a name of no job:
+  # neither is this run's to remove.
+  OTHER="$(od -An -N5 -tx1 /dev/urandom | tr -d ' \n')"
+  NOT_A_JOB="not-a-job-$(sec_random)"
+  trap 'rmdir "$MEMORY_CGROUPS/$OTHER" "$MEMORY_CGROUPS/$NOT_A_JOB" 2>/dev/null || true' EXIT
+  mkdir "$MEMORY_CGROUPS/$OTHER" "$MEMORY_CGROUPS/$NOT_A_JOB"
   sec_run "finish"
   sec_assert_state succeeded exit
-  assert_no_cgroup_of "$killed"
+  assert_exists "$MEMORY_CGROUPS/$OTHER"
+  assert_exists "$MEMORY_CGROUPS/$NOT_A_JOB"
   assert_no_cgroup_of "$JOB"
+  # Once it has been empty for over a minute it is a leftover (a deleted
+  # repository's): the next run removes it. Its age is the directory's.
+  touch -d '-2 minutes' "$MEMORY_CGROUPS/$OTHER"
+  sec_run "finish"
+  [ ! -e "$MEMORY_CGROUPS/$OTHER" ] || fail "an idle cgroup of an unknown job was left: $MEMORY_CGROUPS/$OTHER"
+  assert_exists "$MEMORY_CGROUPS/$NOT_A_JOB"
 }
 
 run_tests

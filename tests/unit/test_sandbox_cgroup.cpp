@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <regex>
@@ -245,4 +246,29 @@ TEST_CASE("enforcement for a person: only a cgroup's line matches memory.*cgroup
   CHECK_FALSE(std::regex_search(mullet::sandbox::describe_enforcement(mullet::sandbox::detect_cgroups(none)), kernel));
   none.setting = "/sys/fs/cgroup/nowhere";
   CHECK_FALSE(std::regex_search(mullet::sandbox::describe_enforcement(mullet::sandbox::detect_cgroups(none)), kernel));
+}
+
+TEST_CASE("a cgroup is idle when it holds no process and was made over the given age ago") {
+  const FakeTree tree;
+  make_hybrid(tree, true);
+  const CgroupHost host = mullet::sandbox::detect_cgroups(probe_of(tree, hybrid_mountinfo, true));
+  REQUIRE(host.version == CgroupVersion::v1);
+  const auto make = [&](const std::string& name, const std::string& procs, bool old) {
+    for (const auto& parent : {host.memory_parent, host.pids_parent}) {
+      mullet::util::make_dirs(parent + "/" + name);
+      mullet::util::write_file(parent + "/" + name + "/cgroup.procs", procs);
+      if (old) {
+        const timeval long_ago[2] = {{1000, 0}, {1000, 0}};
+        REQUIRE(::utimes((parent + "/" + name).c_str(), long_ago) == 0);
+      }
+    }
+  };
+  make("0123456789", "", true);
+  make("0123456789-2", "4242\n", true);
+  make("abcdef0123", "", false);
+  CHECK(mullet::sandbox::job_cgroup_idle(host, "0123456789", 60));
+  CHECK_FALSE(mullet::sandbox::job_cgroup_idle(host, "0123456789-2", 60));  // a process inside
+  CHECK_FALSE(mullet::sandbox::job_cgroup_idle(host, "abcdef0123", 60));    // just made
+  CHECK_FALSE(mullet::sandbox::job_cgroup_idle(host, "../memory", 60));
+  CHECK_FALSE(mullet::sandbox::job_cgroup_idle(CgroupHost{}, "0123456789", 60));
 }
