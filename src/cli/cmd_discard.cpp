@@ -9,6 +9,7 @@
 #include "git/pristine.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
+#include "jobs/stale_cgroups.hpp"
 #include "jobs/store.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
@@ -69,8 +70,10 @@ void stop_if_running(const std::string& id, const std::optional<jobs::StoredJob>
 
 // Removes one job; returns the bytes of scratch space it held.
 std::uint64_t discard_one(const git::Repository& repo, jobs::JobStore& store, const std::string& id,
-                          const std::optional<jobs::StoredJob>& job, bool force) {
+                          const std::optional<jobs::StoredJob>& job, bool force, const std::string& cgroup_setting) {
   stop_if_running(id, job, force);
+  // What a runner killed before its end left of the job's sandboxes.
+  jobs::remove_job_cgroups(id, cgroup_setting);
   const std::string root = jobs::job_paths(repo, id).root;
   const std::uint64_t held = util::exists(root) ? util::disk_usage(root) : 0;
   util::remove_tree(root);
@@ -141,14 +144,17 @@ int discard(const DiscardOptions& options) {
       confirm(picked, std::to_string(picked.size()) + (picked.size() == 1 ? " job" : " jobs"));
     }
   }
+  // The user's [sandbox] cgroup says where the sandboxes' cgroups are.
+  const std::string cgroup_setting = load_config(&repo, std::nullopt).settings().sandbox.cgroup;
   std::set<std::string> done;
   std::uint64_t freed = 0;
   for (const auto& id : ids) {
     if (!done.insert(id).second) continue;
     std::optional<jobs::StoredJob> job;
     state_of(store, id, job);
-    freed += discard_one(repo, store, id, job, options.force);
+    freed += discard_one(repo, store, id, job, options.force, cgroup_setting);
   }
+  jobs::sweep_stale_cgroups(store, cgroup_setting);
   if (running_skipped > 0) {
     std::cerr << "git mullet: left " << running_skipped << " running job" << (running_skipped == 1 ? "" : "s")
               << " alone\nhint: stop " << (running_skipped == 1 ? "it" : "them")

@@ -147,7 +147,7 @@ int doctor(bool json) {
   const config::Settings settings = load_config(repo ? &*repo : nullptr, base).settings();
   std::optional<uid_t> probe_uid;
   const auto user_check = sandbox_user_check(settings.sandbox, probe_uid);
-  auto checks = sandbox::run_doctor_checks(probe_uid);
+  auto checks = sandbox::run_doctor_checks(probe_uid, settings.sandbox.cgroup);
   if (user_check) checks.push_back(*user_check);
   checks.push_back(work_tree_check(settings, repo ? &*repo : nullptr));
   checks.push_back(claude_check(settings, repo ? jobs::jobs_directory(*repo) : std::string()));

@@ -176,6 +176,11 @@ const std::vector<KeySpec>& schema() {  // NOLINT(readability-function-size)
                                       : word == "fuse-overlayfs" ? WorkTree::fuse
                                                                  : WorkTree::automatic;
        }},
+      {"sandbox.cgroup", Kind::string, RepoRule::user_only, std::string("auto"), text(name_bytes),
+       "where the kernel holds memory_mb and processes: auto (a cgroup per sandbox where the host offers one: v2 as "
+       "root or in a delegated subtree, v1 as root), off (git-mullet's own polling only), or an absolute path: a "
+       "cgroup v2 directory you may write, delegated to you, to make the sandboxes' cgroups in",
+       [](Settings& settings, const Value& value) { settings.sandbox.cgroup = text_of(value); }},
       // 0x70000000: far above users, system services and the container ranges
       // (systemd leaves 0x70000000..0x7ffdffff unassigned). 0 is root and
       // 2^32-1 is (uid_t)-1, "no change" to setresuid; jobs/slots.cpp checks
@@ -431,6 +436,12 @@ std::string validate(const KeySpec& spec, const Value& value) {
     const auto& word = std::get<std::string>(value);
     if (word != "auto" && word != "overlay" && word != "fuse-overlayfs" && word != "checkout") {
       return "must be auto, overlay, fuse-overlayfs or checkout (not '" + word + "')";
+    }
+  }
+  if (key == "sandbox.cgroup") {
+    const auto& word = std::get<std::string>(value);
+    if (word != "auto" && word != "off" && (word.empty() || word.front() != '/')) {
+      return "must be auto, off or an absolute path to a cgroup v2 directory (not '" + word + "')";
     }
   }
   if (key == "sandbox.env") {

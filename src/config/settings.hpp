@@ -69,6 +69,9 @@ struct SandboxSettings {
   std::uint32_t uid_count = 0;
   History history = History::base;
   WorkTree work_tree = WorkTree::automatic;
+  // [sandbox] cgroup: "auto", "off" or an absolute path (a delegated cgroup
+  // v2 directory); sandbox/cgroup.hpp reads it.
+  std::string cgroup = "auto";
   bool operator==(const SandboxSettings&) const = default;
 };
 

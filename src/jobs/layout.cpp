@@ -30,12 +30,15 @@ JobPaths paths_below(const std::string& root) {
 }  // namespace
 
 JobPaths job_paths(const git::Repository& repo, const std::string& id) {
-  return paths_below(jobs_directory(repo) + "/" + id);
+  JobPaths paths = paths_below(jobs_directory(repo) + "/" + id);
+  paths.cgroup_name = id;
+  return paths;
 }
 
 JobPaths node_paths(const git::Repository& repo, const std::string& id, int number) {
   JobPaths paths = paths_below(jobs_directory(repo) + "/" + id + "/nodes/" + std::to_string(number));
   paths.below = "nodes/" + std::to_string(number);
+  paths.cgroup_name = id + "-" + std::to_string(number);
   return paths;
 }
 

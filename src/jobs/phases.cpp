@@ -144,8 +144,13 @@ sandbox::Plan plan_for(const config::Settings& settings, const JobPaths& paths, 
   in.executor_mounts = phase.mounts;
   in.command = phase.command;
   const config::LimitsSettings& limits = settings.limits;
-  in.limits = {phase.wall_limit.count(), limits.inactivity.count(), static_cast<std::int64_t>(limits.memory_mb.count()),
-               limits.processes, static_cast<std::int64_t>(limits.disk_mb.count())};
+  in.limits.wall_seconds = phase.wall_limit.count();
+  in.limits.inactivity_seconds = limits.inactivity.count();
+  in.limits.memory_mb = static_cast<std::int64_t>(limits.memory_mb.count());
+  in.limits.processes = limits.processes;
+  in.limits.disk_mb = static_cast<std::int64_t>(limits.disk_mb.count());
+  in.limits.cgroup = sandbox::detect_host_cgroups(settings.sandbox.cgroup);
+  in.limits.cgroup_name = paths.cgroup_name;
   in.network.grants = phase.grants;
   in.network.proxy_socket = proxy_socket;
   if (phase.api) {
@@ -391,6 +396,7 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
                      result.duration_ms, util::tail(output, phase_tail_bytes),
                      phase.grants,       nlohmann::json::array(),
                      nlohmann::json(),   std::nullopt};
+  record.memory_peak_bytes = result.memory_peak_bytes;
   servers.settle(phase, result, record);
   cleanup();
   return {result, record};

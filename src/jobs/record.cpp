@@ -404,6 +404,9 @@ PhaseRecord phase_from_json(const Reader& in, const std::string& job) {
     phase.api = *api;
   }
   if (const auto* upload = in.find("upload")) phase.upload = upload_from_json(Reader(*upload, in.field("upload"), job));
+  if (const auto* peak = in.find("memory_peak_bytes"); peak != nullptr && !peak->is_null()) {
+    phase.memory_peak_bytes = in.integer<std::uint64_t>("memory_peak_bytes", 0, 0, std::int64_t{1} << 62);
+  }
   return phase;
 }
 
@@ -557,16 +560,18 @@ nlohmann::json phases_json(const std::vector<PhaseRecord>& records) {
     for (const auto& word : phase.command) command.push_back(bounded(word));
     std::vector<std::string> grants;
     for (const auto& grant : phase.grants) grants.push_back(line(grant));
-    phases.push_back({{"name", line(phase.name)},
-                      {"command", command},
-                      {"exit_code", phase.exit_code},
-                      {"ended_by", stop_json(phase.ended_by)},
-                      {"duration_ms", phase.duration_ms},
-                      {"output_tail", output(phase.output_tail)},
-                      {"grants", grants},
-                      {"network", phase.network},
-                      {"api", phase.api},
-                      {"upload", upload_json(phase.upload)}});
+    phases.push_back(
+        {{"name", line(phase.name)},
+         {"command", command},
+         {"exit_code", phase.exit_code},
+         {"ended_by", stop_json(phase.ended_by)},
+         {"duration_ms", phase.duration_ms},
+         {"output_tail", output(phase.output_tail)},
+         {"grants", grants},
+         {"network", phase.network},
+         {"api", phase.api},
+         {"upload", upload_json(phase.upload)},
+         {"memory_peak_bytes", phase.memory_peak_bytes ? nlohmann::json(*phase.memory_peak_bytes) : nlohmann::json()}});
   }
   return phases;
 }

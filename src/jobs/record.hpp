@@ -53,6 +53,9 @@ struct PhaseRecord {
   nlohmann::json api;
   // Unset when the phase had neither an egress proxy nor an endpoint.
   std::optional<UploadRecord> upload;
+  // The most memory its sandbox's cgroup held (the kernel's count); unset
+  // without a cgroup.
+  std::optional<std::uint64_t> memory_peak_bytes = std::nullopt;
 };
 
 // One gate's run against one attempt's tree.

@@ -12,6 +12,7 @@
 #include "jobs/run_flags.hpp"
 #include "jobs/run_to_end.hpp"
 #include "jobs/slots.hpp"
+#include "jobs/stale_cgroups.hpp"
 #include "jobs/store.hpp"
 #include "jobs/workspace.hpp"
 #include "sandbox/runner.hpp"
@@ -52,6 +53,8 @@ RunOutcome run_job(const git::Repository& repo, const config::Settings& settings
   util::make_private_dirs(util::real_path(repo.common_dir()), "mullet/jobs");
 
   JobStore store(repo);
+  // What runs of this repository's jobs killed before their end left.
+  sweep_stale_cgroups(store, settings.sandbox.cgroup);
   JobRecord record;
   record.id = new_job_id();
   // The whole first line: what reads it cuts it to its room.

@@ -10,6 +10,7 @@
 #include "jobs/sandbox_objects.hpp"
 #include "jobs/slots.hpp"
 #include "jobs/snapshot_attempt.hpp"
+#include "jobs/stale_cgroups.hpp"
 #include "jobs/store.hpp"
 #include "jobs/workspace.hpp"
 #include "util/fs.hpp"
@@ -105,6 +106,8 @@ ShellOutcome open_shell(const git::Repository& repo, const config::Settings& set
   sandbox::Plan plan = plan_for(settings, paths, dirs, objects, phase, "", "", uids);
   plan.limits.wall_seconds = 0;
   plan.limits.inactivity_seconds = 0;
+  // The job's own sandboxes may run meanwhile (a resumed job): a name of its own.
+  plan.limits.cgroup_name = shell_cgroup_name(found.id);
   plan.controlling_terminal = request.terminal;
   plan.feeds_stdin = !request.terminal;
 

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 
+#include "sandbox/cgroup.hpp"
 #include "sandbox/host.hpp"
 #include "sandbox/plan.hpp"
 #include "sandbox/policy.hpp"
@@ -134,12 +135,12 @@ std::string diagnose_bwrap_failure(const std::string& output) {
   return "run `git mullet doctor` to see which requirement is missing";
 }
 
-std::string limits_mechanism() {
-  return "rlimits (processes, file size) plus git-mullet's own watch of the sandbox's memory, disk use, wall clock "
-         "and inactivity; cgroups are not used";
+std::string limits_mechanism(const std::string& cgroup_setting) {
+  return describe_enforcement(detect_host_cgroups(cgroup_setting)) +
+         "; rlimits for file size, and git-mullet's own watch of disk use, wall clock and inactivity";
 }
 
-std::vector<Check> run_doctor_checks(std::optional<uid_t> sandbox_uid) {
+std::vector<Check> run_doctor_checks(std::optional<uid_t> sandbox_uid, const std::string& cgroup_setting) {
   std::vector<Check> checks;
   utsname host{};
   ::uname(&host);
@@ -167,7 +168,7 @@ std::vector<Check> run_doctor_checks(std::optional<uid_t> sandbox_uid) {
                     "TMPDIR inside is " + tmpdir + " (" + std::to_string(tmpdir.size()) +
                         " bytes; a bridge socket path is " + std::to_string(socket_example.size()) + " of 107)",
                     ""});
-  checks.push_back({"limits", true, true, limits_mechanism(), ""});
+  checks.push_back({"limits", true, true, limits_mechanism(cgroup_setting), ""});
   checks.push_back(check_program("git", "git", "apt-get install git", true));
   checks.push_back(
       check_program("socat (Claude Code's own sandbox needs it)", "socat", "apt-get install socat", false, "-V"));

@@ -21,13 +21,14 @@ struct Check {
 
 // `sandbox_uid`: the host uid the test sandbox runs as (as root: one of the
 // range jobs take their uids from).
-std::vector<Check> run_doctor_checks(std::optional<uid_t> sandbox_uid);
+// `cgroup_setting`: the user's [sandbox] cgroup.
+std::vector<Check> run_doctor_checks(std::optional<uid_t> sandbox_uid, const std::string& cgroup_setting);
 nlohmann::json checks_to_json(const std::vector<Check>& checks);
 
 // Pure: a hint for what bubblewrap printed when it could not start.
 std::string diagnose_bwrap_failure(const std::string& bwrap_output);
 
 // How limits are enforced on this host, in words (also shown by doctor).
-std::string limits_mechanism();
+std::string limits_mechanism(const std::string& cgroup_setting);
 
 }  // namespace mullet::sandbox

@@ -54,7 +54,8 @@ nlohmann::json to_json(const Plan& plan) {
         {"inactivity_seconds", plan.limits.inactivity_seconds},
         {"memory_mb", plan.limits.memory_mb},
         {"processes", plan.limits.processes},
-        {"disk_mb", plan.limits.disk_mb}}},
+        {"disk_mb", plan.limits.disk_mb},
+        {"enforcement", describe_enforcement(plan.limits.cgroup)}}},
   };
   if (!plan.history.empty()) json["history"] = plan.history;
   if (!plan.work_tree_note.empty()) json["work_tree"] = plan.work_tree_note;
@@ -95,6 +96,7 @@ std::string describe(const Plan& plan) {
   out << "  limits:      wall " << plan.limits.wall_seconds << " s, inactivity " << plan.limits.inactivity_seconds
       << " s, memory " << plan.limits.memory_mb << " MiB, processes " << plan.limits.processes << ", disk "
       << plan.limits.disk_mb << " MiB\n";
+  out << "  enforced:    " << describe_enforcement(plan.limits.cgroup) << "\n";
   if (!plan.history.empty()) {
     out << "  history:     " << plan.history << " (" << history_meaning(plan.history) << ")";
     for (const auto& mount : plan.mounts) {

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sandbox/cgroup.hpp"
 #include "sandbox/syscall_filter.hpp"
 
 namespace mullet::sandbox {
@@ -66,6 +67,12 @@ struct Limits {
   std::int64_t memory_mb = 0;
   std::int64_t processes = 0;
   std::int64_t disk_mb = 0;  // over the writable binds; also the largest file
+  // Where the kernel holds memory_mb and processes (a cgroup per sandbox);
+  // version none: rlimits and polling.
+  CgroupHost cgroup = {};
+  // The sandbox's cgroup's name under the host's parents (jobs/: the job's
+  // id, "-N" for a node); empty: no cgroup.
+  std::string cgroup_name = {};
 };
 
 struct Network {

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "sandbox/bwrap.hpp"
+#include "sandbox/cgroup.hpp"
 #include "sandbox/doctor.hpp"
 #include "sandbox/fuse_overlay.hpp"
 #include "sandbox/overlay.hpp"
@@ -240,6 +241,10 @@ util::SpawnOptions bwrap_options(const Plan& plan, const std::string& bwrap, Ope
   options.die_with_parent = true;
   options.uid = plan.host_uid;
   options.gid = plan.host_gid;
+  // RLIMIT_NPROC stays beside a cgroup's pids.max: the kernel checks it
+  // early in fork, pids.max only after copying the parent's memory map, so
+  // a fork bomb held by pids.max alone keeps that map's lock so busy that
+  // reading its /proc files on the host (ps, pgrep) stalls for seconds.
   if (plan.limits.processes > 0) {
     const uid_t uid = plan.host_uid.value_or(::getuid());
     options.rlimits.emplace_back(RLIMIT_NPROC,
@@ -253,13 +258,22 @@ util::SpawnOptions bwrap_options(const Plan& plan, const std::string& bwrap, Ope
 
 // The watchdogs over the sandbox `bwrap` leads, in the order they are asked.
 Watchdogs watchdogs_for(const Plan& plan, const RunIo& io, pid_t bwrap, std::int64_t started,
-                        std::uint64_t shared_memory_at_start) {
+                        std::uint64_t shared_memory_at_start, const JobCgroup* cgroup) {
   Watchdogs watchdogs;
   watchdogs.push_back(std::make_unique<CancelWatchdog>(util::cancel_requested));
   if (io.poll) watchdogs.push_back(std::make_unique<CallerWatchdog>(io.poll));
   watchdogs.push_back(std::make_unique<WallClockWatchdog>(started, plan.limits.wall_seconds));
   watchdogs.push_back(std::make_unique<InactivityWatchdog>(plan.limits.inactivity_seconds));
-  watchdogs.push_back(std::make_unique<MemoryWatchdog>(started, plan.limits.memory_mb, [=] {
+  // A cgroup's memory limit is the kernel's: nothing to poll, and the first
+  // OOM kill its counter shows ends the sandbox, as the polling would.
+  if (cgroup != nullptr) {
+    watchdogs.push_back(std::make_unique<CallerWatchdog>([cgroup]() -> std::optional<StopReason> {
+      if (cgroup->oom_kills() > 0) return StopReason::memory;
+      return std::nullopt;
+    }));
+  }
+  const std::int64_t polled_memory_mb = cgroup == nullptr ? plan.limits.memory_mb : 0;
+  watchdogs.push_back(std::make_unique<MemoryWatchdog>(started, polled_memory_mb, [=] {
     // The growth of the host's shared memory counts too: a memfd or a file in
     // one of the sandbox's tmpfs mounts is memory no RSS shows.
     const std::uint64_t shared_now = host_shared_memory_bytes();
@@ -344,6 +358,26 @@ Watched watch_sandbox(const Plan& plan, const RunIo& io, SandboxPipes& pipes, co
   return watched;
 }
 
+// The sandbox's cgroup, when the host offers one and the plan limits memory
+// or processes.
+bool wants_cgroup(const Plan& plan) {
+  return plan.limits.cgroup.version != CgroupVersion::none && !plan.limits.cgroup_name.empty() &&
+         (plan.limits.memory_mb > 0 || plan.limits.processes > 0);
+}
+
+// How the sandbox ended, once bwrap was reaped; `oom_killed`: the kernel's
+// OOM killer fired in the sandbox's cgroup (its counter, not a guess from
+// SIGKILL).
+StopReason ended_by(const RunResult& result, const Watched& watched, bool oom_killed) {
+  if (watched.kill_reason) return *watched.kill_reason;
+  if (oom_killed) return StopReason::memory;
+  if (result.status.exited() && result.status.code == wall_check_failed_code && watched.report_text != "ok\n") {
+    return StopReason::refused;
+  }
+  if (result.status.signal == SIGXFSZ || result.status.code == 128 + SIGXFSZ) return StopReason::disk;
+  return result.status.exited() ? StopReason::exit : StopReason::signal;
+}
+
 }  // namespace
 
 std::string find_bwrap() {
@@ -368,7 +402,12 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
     throw failure("internal error: a sandbox with a terminal was given none");
   }
   const UniqueFd syscall_filter = compile_syscall_filter(plan.syscall_filter);
-  const util::SpawnOptions options = bwrap_options(plan, bwrap, binds, pipes, io.terminal, mounts, syscall_filter);
+  util::SpawnOptions options = bwrap_options(plan, bwrap, binds, pipes, io.terminal, mounts, syscall_filter);
+  std::optional<JobCgroup> cgroup;
+  if (wants_cgroup(plan)) {
+    cgroup.emplace(plan.limits.cgroup, plan.limits.cgroup_name, plan.limits.memory_mb, plan.limits.processes);
+  }
+  if (cgroup) options.cgroup_procs_fds = cgroup->procs_fds();
 
   const std::uint64_t shared_memory_at_start = host_shared_memory_bytes();
   const std::int64_t started = util::monotonic_ms();
@@ -381,12 +420,19 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   if (io.terminal != nullptr) io.terminal->reset();
   binds.owned.clear();
 
-  Watchdogs watchdogs = watchdogs_for(plan, io, child.pid(), started, shared_memory_at_start);
+  Watchdogs watchdogs =
+      watchdogs_for(plan, io, child.pid(), started, shared_memory_at_start, cgroup ? &*cgroup : nullptr);
   const Watched watched = watch_sandbox(plan, io, pipes, child, watchdogs, started);
   pipes.input.write_end.reset();
   RunResult result;
   result.status = child.wait();
   result.duration_ms = util::monotonic_ms() - started;
+  const bool oom_killed = cgroup && cgroup->oom_kills() > 0;
+  // Whatever bwrap left (nothing, its pid namespace gone with it) dies now.
+  if (cgroup) {
+    cgroup->kill_all();
+    if (const std::uint64_t peak = cgroup->peak_memory_bytes(); peak > 0) result.memory_peak_bytes = peak;
+  }
 
   if (watched.report_text.rfind("ok\n", 0) != 0 && !watched.kill_reason) {
     std::string why =
@@ -395,15 +441,7 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
     throw refused_error("the sandbox for the " + plan.phase + " phase could not be set up, so nothing ran: " + why,
                         diagnose_bwrap_failure(why));
   }
-  if (watched.kill_reason) {
-    result.ended_by = *watched.kill_reason;
-  } else if (result.status.exited() && result.status.code == wall_check_failed_code && watched.report_text != "ok\n") {
-    result.ended_by = StopReason::refused;
-  } else if (result.status.signal == SIGXFSZ || result.status.code == 128 + SIGXFSZ) {
-    result.ended_by = StopReason::disk;
-  } else {
-    result.ended_by = result.status.exited() ? StopReason::exit : StopReason::signal;
-  }
+  result.ended_by = ended_by(result, watched, oom_killed);
   return result;
 }
 

@@ -47,6 +47,9 @@ struct RunResult {
   // RunIo::poll answered
   StopReason ended_by = StopReason::exit;
   std::int64_t duration_ms = 0;
+  // The most memory the sandbox's cgroup held, as the kernel counted it
+  // (memory.max_usage_in_bytes, memory.peak); unset without a cgroup.
+  std::optional<std::uint64_t> memory_peak_bytes;
 };
 
 // The bwrap to use (PATH); a refusal when there is none. Refuses on any

@@ -219,6 +219,9 @@ Child spawn(const SpawnOptions& options) {
     sigset_t all_signals;
     sigemptyset(&all_signals);
     sigprocmask(SIG_SETMASK, &all_signals, nullptr);
+    for (const int fd : options.cgroup_procs_fds) {
+      if (::write(fd, "0", 1) != 1) child_fail(report_fd, "joining the cgroup");
+    }
     for (const auto& [resource, value] : options.rlimits) {
       const rlimit limit{value, value};
       if (::setrlimit(resource, &limit) != 0) child_fail(report_fd, "setrlimit");

@@ -33,6 +33,9 @@ struct SpawnOptions {
   std::optional<gid_t> gid;
   // setrlimit(resource, value) in the child, before it drops privileges.
   std::vector<std::pair<int, unsigned long>> rlimits;
+  // Open cgroup.procs files (sandbox/cgroup.hpp): the child writes "0" to
+  // each first thing, so it and all it starts live in those cgroups.
+  std::vector<int> cgroup_procs_fds;
   // Runs in the child after the rlimits, before the uid/gid change, with
   // child_setup_data; returns false (with errno set) to fail the spawn. Other
   // threads may hold the allocator's locks at fork time, so it must not

@@ -90,7 +90,7 @@ TEST_CASE("a new Config holds the built-in defaults") {
   CHECK(settings.run.setup.empty());
   CHECK(settings.run.dependency_dirs == std::vector<std::string>{"node_modules", "vendor", ".venv", "target", "build"});
   CHECK(settings.sandbox.history == History::base);
-  CHECK(config.entries().size() == 35);
+  CHECK(config.entries().size() == 36);
   for (const auto& [key, entry] : config.entries()) {
     INFO(key);
     CHECK(entry.source == Source::built_in);
@@ -652,6 +652,7 @@ const std::vector<std::pair<const char*, std::size_t>>& string_caps() {
       {"claude.binary", 4096},   {"claude.base_url", 4096},     {"claude.credential", 4096},
       {"sandbox.history", 4096}, {"opencode.binary", 4096},     {"opencode.model", 256},
       {"claude.model", 256},     {"opencode.credential", 4096}, {"sandbox.work_tree", 4096},
+      {"sandbox.cgroup", 4096},
   };
   return caps;
 }
@@ -791,10 +792,10 @@ TEST_CASE("strings have a size cap") {
   }
   for (const auto& [key, cap] : string_caps()) {
     INFO("key: " << key);
-    // run.executor, sandbox.history and sandbox.work_tree take a few words
-    // only; their cap still comes first.
+    // run.executor, sandbox.history, sandbox.work_tree and sandbox.cgroup
+    // take a few words (or a path) only; their cap still comes first.
     if (std::string(key) != "run.executor" && std::string(key) != "sandbox.history" &&
-        std::string(key) != "sandbox.work_tree") {
+        std::string(key) != "sandbox.work_tree" && std::string(key) != "sandbox.cgroup") {
       Config config;
       const auto problems = merge_user(config, toml_line(key, quoted(std::string(cap, 'x'))));
       INFO(messages(problems));
@@ -1156,5 +1157,30 @@ TEST_CASE("[run] max_attempts lets the repository file raise attempts up to it")
     const auto problems = merge_repo(config, "[run]\nmax_attempts = 100\nattempts = 2\n");
     CHECK(find_problem(problems, {"run.max_attempts", "may not set this"}) != nullptr);
     CHECK(find_problem(problems, {"run.attempts", "may only lower"}) != nullptr);
+  }
+}
+
+TEST_CASE("[sandbox] cgroup: auto, off or an absolute path, from the user config only") {
+  CHECK(Config().settings().sandbox.cgroup == "auto");
+  for (const std::string word : {"auto", "off", "/sys/fs/cgroup/user.slice/mine"}) {
+    Config config;
+    const auto problems = merge_user(config, toml_line("sandbox.cgroup", quoted(word)));
+    INFO(messages(problems));
+    CHECK(problems.empty());
+    CHECK(config.settings().sandbox.cgroup == word);
+  }
+  for (const std::string bad : {"", "on", "relative/dir", "Off"}) {
+    INFO("value: " << bad);
+    expect_one_usage_problem(toml_line("sandbox.cgroup", quoted(bad)),
+                             {"user.toml:2", "sandbox.cgroup", "must be auto, off or an absolute path"});
+  }
+  // A repository may not turn the kernel's limits off (nor point them elsewhere).
+  for (const std::string word : {"off", "/sys/fs/cgroup"}) {
+    Config config;
+    const auto problems = merge_repo(config, toml_line("sandbox.cgroup", quoted(word)));
+    INFO(messages(problems));
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].severity == ExitCode::refused);
+    CHECK(config.settings().sandbox.cgroup == "auto");
   }
 }

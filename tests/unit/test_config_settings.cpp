@@ -31,7 +31,7 @@ std::string messages(const std::vector<Problem>& problems) {
 Settings built_in() {
   Settings settings;
   settings.run = {"claude", "", "", {"node_modules", "vendor", ".venv", "target", "build"}, 1, 0, 0, {}};
-  settings.sandbox = {{}, 1879048192, 1024, mullet::config::History::base, mullet::config::WorkTree::automatic};
+  settings.sandbox = {{}, 1879048192, 1024, mullet::config::History::base, mullet::config::WorkTree::automatic, "auto"};
   settings.network = {{}, {}};
   settings.claude = {"claude", "https://api.anthropic.com", {}, "", ""};
   settings.opencode = {"opencode", "anthropic/claude-sonnet-4-5", {}, ""};
@@ -49,6 +49,7 @@ Value other_value(const std::string& key, const Value& current) {
     return std::string(key == "run.executor"        ? "command"
                        : key == "sandbox.history"   ? "none"
                        : key == "sandbox.work_tree" ? "checkout"
+                       : key == "sandbox.cgroup"    ? "off"
                                                     : "x");
   if (key == "sandbox.env") return Strings{"NAME_"};
   if (key.rfind("network.", 0) == 0) return Strings{"host:1"};
@@ -76,7 +77,7 @@ TEST_CASE("every key of the schema lands in a field of its own") {
     changed[key] = config.settings();
     CHECK(changed[key] != default_settings);
   }
-  CHECK(changed.size() == 35);
+  CHECK(changed.size() == 36);
   for (auto first = changed.begin(); first != changed.end(); ++first) {
     for (auto second = std::next(first); second != changed.end(); ++second) {
       INFO(first->first << " and " << second->first);

@@ -652,3 +652,16 @@ TEST_CASE("an attempt's kind is written by name, read back, and worker when abse
   older["attempts"][1]["kind"] = "human";
   CHECK_THROWS_AS(record_from_json(older), DamagedRecord);
 }
+
+TEST_CASE("a phase's kernel-counted memory peak is written, read back, null without a cgroup, and bounded") {
+  JobRecord record = full_record();
+  record.phases[0].memory_peak_bytes = 134217728;
+  const json written = to_json(record);
+  CHECK(written["phases"][0]["memory_peak_bytes"] == 134217728);
+  CHECK(written["phases"][1]["memory_peak_bytes"].is_null());
+  const JobRecord back = record_from_json(written, record.id);
+  CHECK(back.phases[0].memory_peak_bytes == std::optional<std::uint64_t>(134217728));
+  CHECK_FALSE(back.phases[1].memory_peak_bytes.has_value());
+  CHECK(damaged_field([](json& r) { r["phases"][0]["memory_peak_bytes"] = -1; }) == "phases[0].memory_peak_bytes");
+  CHECK(damaged_field([](json& r) { r["phases"][0]["memory_peak_bytes"] = "big"; }) == "phases[0].memory_peak_bytes");
+}

@@ -56,7 +56,7 @@ PolicyInputs representative_inputs() {
   in.executor_env = {{"MULLET_PROMPT", "do the thing"}, {"LANG", "C.UTF-8"}};
   in.executor_mounts = {{MountKind::read_only_bind, "/opt/claude/bin/claude", "/mullet/bin/claude"}};
   in.command = {"sh", "-c", "make fix"};
-  in.limits = {3600, 1800, 8192, 1024, 10240};
+  in.limits = {3600, 1800, 8192, 1024, 10240, {}, {}};
   in.network.grants = {"api.example.com:443"};
   in.feeds_stdin = true;
   return in;
