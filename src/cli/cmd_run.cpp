@@ -33,6 +33,7 @@ struct RunOptions {
   std::string setup;
   std::string model;
   std::string continue_job;
+  std::string on;  // --on ENGINE: local or slurm
   std::vector<std::string> gates;
   std::int64_t nodes = not_given;
   std::vector<std::string> node_specs;  // --node EXECUTOR[:MODEL]
@@ -253,6 +254,11 @@ int run(const RunOptions& options) {
   }
 
   jobs::RunRequest request;
+  request.dispatch_engine = options.on.empty() ? settings.dispatch.engine : options.on;
+  if (request.dispatch_engine != "local" && !node_settings.empty()) {
+    throw usage_error("a job of several nodes cannot be dispatched to " + request.dispatch_engine + " yet",
+                      "run it here with --on local, or dispatch one job per node");
+  }
   request.prompt = prompt;
   request.title = options.title;
   request.base = base;
@@ -321,6 +327,11 @@ void add_run_command(CLI::App& app, Action& chosen) {
                                     "Run more attempts of a job that ended, with -m/-F as a new instruction; it "
                                     "starts from the job's last snapshot with the job's own settings")
                         ->type_name("JOB");
+  auto* on = sub->add_option("--on", options->on,
+                              "Where the job runs: local (here) or slurm (submitted with sbatch; the record shows it "
+                              "queued at once). Default: [dispatch] engine")
+                ->type_name("ENGINE")
+                ->check(CLI::IsMember({"local", "slurm"}));
   sub->add_flag("--json", options->json, "Print the job record as one JSON object");
   sub->add_flag("--dry-run", options->dry_run, "Print each phase's sandbox plan and run nothing");
   sub->add_flag("-q,--quiet", options->quiet, "Do not echo the worker's output");
@@ -330,6 +341,7 @@ void add_run_command(CLI::App& app, Action& chosen) {
   // For the detached child only, so not in the help (group "").
   sub->add_option(report_id_fd_option, options->report_id_fd, "The descriptor to write the job's id to")->group("");
   // A continued job keeps what it was started with.
+  on->excludes(continued);
   for (const char* name : {"--base", "--include-uncommitted", "--executor", "--command", "--title", "--setup", "--gate",
                            "--attempts", "--model", "--dry-run", "--nodes", "--node"}) {
     continued->excludes(sub->get_option(name));

@@ -154,7 +154,7 @@ int wait_for_job(const WaitOptions& options) {
       }
     }
     if (follow) output.pump();
-    if (state != jobs::JobState::running) break;
+    if (!jobs::is_active(state)) break;
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {
       throw failure("job " + id + " is still running (waited " + util::format_decimal(options.timeout, 3) + " s)",

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 
 #include "executors/executor.hpp"
 #include "jobs/layout.hpp"
@@ -14,6 +15,7 @@
 #include "jobs/store.hpp"
 #include "sandbox/runner.hpp"
 #include "util/fs.hpp"
+#include "util/process.hpp"
 #include "util/strings.hpp"
 
 namespace mullet::jobs {
@@ -22,7 +24,7 @@ bool resumable(JobState state) {
 }
 
 bool continuable(JobState state) {
-  return state != JobState::running;
+  return !is_active(state);
 }
 
 std::string continued_prompt(const JobRecord& record, const std::string& instruction) {
@@ -52,6 +54,21 @@ std::string continued_prompt(const JobRecord& record, const std::string& instruc
 }
 
 namespace {
+
+// The node's claim of a dispatched job: its host name, and the scheduler's
+// id from the batch job's environment when the host has not recorded it yet.
+void claim_on_node(JobRecord& stored) {
+  if (!stored.dispatch) throw usage_error("job " + stored.id + " was not dispatched to a scheduler");
+  std::array<char, 256> host{};
+  if (::gethostname(host.data(), host.size() - 1) == 0 && is_host_name(host.data())) {
+    stored.dispatch->node = host.data();
+  }
+  const auto env = util::current_environment();
+  const auto id = env.find("SLURM_JOB_ID");
+  if (stored.dispatch->scheduler_id.empty() && id != env.end() && is_scheduler_id(id->second)) {
+    stored.dispatch->scheduler_id = id->second;
+  }
+}
 
 // The prompt of a resumed run that starts from `result` (empty: the base).
 std::string resumed(const std::string& prompt, const std::string& result) {
@@ -94,7 +111,7 @@ RunOutcome resume_nodes(const git::Repository& repo, const config::Settings& set
                           "; only an interrupted, failed or cancelled job can be resumed",
                       "resume one node of it: git mullet resume " + record.id + "/N");
   };
-  if (effective_state(found.record) == JobState::running) {
+  if (is_active(effective_state(found.record))) {
     throw usage_error("job " + found.record.id + " is still running",
                       "wait for it: git mullet wait " + found.record.id);
   }
@@ -115,7 +132,7 @@ RunOutcome resume_nodes(const git::Repository& repo, const config::Settings& set
   ::umask(022);
 
   const auto claimed = store.update(found.record.id, [&](JobRecord& stored) {
-    if (effective_state(stored) == JobState::running) {
+    if (is_active(effective_state(stored))) {
       throw usage_error("job " + stored.id + " is running now; it cannot be resumed");
     }
     const auto now = wanted(stored);
@@ -162,7 +179,11 @@ RunOutcome resume_job(const git::Repository& repo, const config::Settings& setti
   JobStore store(repo);
   const auto found = store.find(job_name);
   const bool continuing = !request.instruction.empty();
-  const auto takes = [continuing](JobState state) { return continuing ? continuable(state) : resumable(state); };
+  const bool dispatched = request.dispatched;
+  const auto takes = [continuing, dispatched](JobState state) {
+    if (dispatched) return state == JobState::queued;
+    return continuing ? continuable(state) : resumable(state);
+  };
   const JobState state = effective_state(found.record);
   if (!takes(state)) {
     const std::string wait_hint = "wait for it: git mullet wait " + found.record.id;
@@ -194,6 +215,7 @@ RunOutcome resume_job(const git::Repository& repo, const config::Settings& setti
     stored.finished_at.clear();
     stored.runner = current_runner();
     stored.executor = spec.record;
+    if (dispatched) claim_on_node(stored);
   });
   JobRecord record = claimed.record;
   if (request.on_created) request.on_created(record.id);
