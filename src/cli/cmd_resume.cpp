@@ -26,7 +26,8 @@ int resume(const ResumeOptions& options) {
 
 int run_dispatched(const std::string& id) {
   // The job's whole id, never a prefix: the node runs the job it was given.
-  if (!jobs::is_valid_job_id(id)) throw usage_error("__run-dispatched: '" + util::terminal_safe(id) + "' is not a job id");
+  if (!jobs::is_valid_job_id(id))
+    throw usage_error("__run-dispatched: '" + util::terminal_safe(id) + "' is not a job id");
   jobs::RunRequest request;
   request.dispatched = true;
   // The batch job's output is a file nobody watches live; the record and

@@ -328,10 +328,10 @@ void add_run_command(CLI::App& app, Action& chosen) {
                                     "starts from the job's last snapshot with the job's own settings")
                         ->type_name("JOB");
   auto* on = sub->add_option("--on", options->on,
-                              "Where the job runs: local (here) or slurm (submitted with sbatch; the record shows it "
-                              "queued at once). Default: [dispatch] engine")
-                ->type_name("ENGINE")
-                ->check(CLI::IsMember({"local", "slurm"}));
+                             "Where the job runs: local (here) or slurm (submitted with sbatch; the record shows it "
+                             "queued at once). Default: [dispatch] engine")
+                 ->type_name("ENGINE")
+                 ->check(CLI::IsMember({"local", "slurm"}));
   sub->add_flag("--json", options->json, "Print the job record as one JSON object");
   sub->add_flag("--dry-run", options->dry_run, "Print each phase's sandbox plan and run nothing");
   sub->add_flag("-q,--quiet", options->quiet, "Do not echo the worker's output");

@@ -127,10 +127,10 @@ struct LimitsSettings {
 // (or "local") runs it here; "slurm" submits it with sbatch.
 struct DispatchSettings {
   std::string engine;
-  std::string partition;               // sbatch --partition; empty: the cluster's default
-  std::string account;                 // sbatch --account; empty: none
+  std::string partition;                 // sbatch --partition; empty: the cluster's default
+  std::string account;                   // sbatch --account; empty: none
   std::vector<std::string> sbatch_args;  // more sbatch arguments, each one argument
-  int cpus = 1;                        // sbatch --cpus-per-task
+  int cpus = 1;                          // sbatch --cpus-per-task
   bool operator==(const DispatchSettings&) const = default;
 };
 

@@ -40,9 +40,10 @@ void check_path(const std::string& path, const std::string& what) {
 }
 
 SchedulerStatus status_of(const std::string& state) {
-  static const std::vector<std::string> pending = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"};
-  static const std::vector<std::string> running = {"RUNNING",   "CONFIGURING", "COMPLETING", "SUSPENDED",
-                                                   "RESIZING",  "SIGNALING",   "STAGE_OUT",  "STOPPED"};
+  static const std::vector<std::string> pending = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
+                                                   "RESV_DEL_HOLD"};
+  static const std::vector<std::string> running = {"RUNNING",  "CONFIGURING", "COMPLETING", "SUSPENDED",
+                                                   "RESIZING", "SIGNALING",   "STAGE_OUT",  "STOPPED"};
   if (std::find(pending.begin(), pending.end(), state) != pending.end()) return SchedulerStatus::pending;
   if (std::find(running.begin(), running.end(), state) != running.end()) return SchedulerStatus::running;
   return SchedulerStatus::ended;

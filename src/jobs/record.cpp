@@ -14,8 +14,8 @@ namespace {
 
 const std::vector<std::pair<JobState, const char*>>& state_names() {
   static const std::vector<std::pair<JobState, const char*>> names = {
-      {JobState::running, "running"},        {JobState::succeeded, "succeeded"}, {JobState::no_changes, "no_changes"},
-      {JobState::failed, "failed"},          {JobState::refused, "refused"},     {JobState::cancelled, "cancelled"},
+      {JobState::running, "running"},         {JobState::succeeded, "succeeded"}, {JobState::no_changes, "no_changes"},
+      {JobState::failed, "failed"},           {JobState::refused, "refused"},     {JobState::cancelled, "cancelled"},
       {JobState::interrupted, "interrupted"}, {JobState::queued, "queued"}};
   return names;
 }
@@ -531,8 +531,9 @@ bool is_scheduler_id(const std::string& text) {
 }
 
 bool is_host_name(const std::string& text) {
-  return text.size() <= 253 && text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") ==
-                                   std::string::npos;
+  return text.size() <= 253 &&
+         text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") ==
+             std::string::npos;
 }
 
 bool is_active(JobState state) {
