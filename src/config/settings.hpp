@@ -123,10 +123,10 @@ struct LimitsSettings {
   bool operator==(const LimitsSettings&) const = default;
 };
 
-// `[dispatch]` (user config only): where `run` sends a job. An empty engine
-// (or "local") runs it here; "slurm" submits it with sbatch.
+// `[dispatch]` (user config only): where `run` sends a job. "local" runs it
+// here; "slurm" submits it with sbatch.
 struct DispatchSettings {
-  std::string engine;
+  std::string engine = "local";
   std::string partition;                 // sbatch --partition; empty: the cluster's default
   std::string account;                   // sbatch --account; empty: none
   std::vector<std::string> sbatch_args;  // more sbatch arguments, each one argument
