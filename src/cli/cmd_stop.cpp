@@ -39,7 +39,7 @@ int stop(const StopOptions& options) {
   };
   if (!jobs::is_active(jobs::effective_state(job.record))) throw not_running(job.record);
   const auto bound = std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout * 1000));
-  if (job.record.dispatch && !jobs::runner_alive(job.record.runner)) {
+  if (job.record.dispatch) {
     stop_dispatched(store, job.record, bound);
   } else {
     stop_here(store, job.record, bound, not_running);
@@ -84,6 +84,11 @@ void stop_here(const jobs::JobStore& store, const jobs::JobRecord& record, std::
 // own final record, which is waited for.
 void stop_dispatched(jobs::JobStore& store, const jobs::JobRecord& record, std::chrono::milliseconds bound) {
   const std::string& id = record.id;
+  // Marked first: the node that gets the scheduler's SIGTERM ends it
+  // cancelled, not interrupted.
+  store.update(id, [](jobs::JobRecord& stored) {
+    if (stored.dispatch) stored.dispatch->reason = jobs::stop_requested_reason;
+  });
   if (!record.dispatch->scheduler_id.empty()) {
     jobs::make_dispatch_engine(record.dispatch->engine)->cancel(record.dispatch->scheduler_id);
   }

@@ -536,6 +536,12 @@ bool is_host_name(const std::string& text) {
              std::string::npos;
 }
 
+void overwrite_keeping_dispatch(JobRecord& stored, const JobRecord& now) {
+  auto dispatch = std::move(stored.dispatch);
+  stored = now;
+  if (dispatch) stored.dispatch = std::move(dispatch);
+}
+
 bool is_active(JobState state) {
   return state == JobState::running || state == JobState::queued;
 }

@@ -157,6 +157,11 @@ struct DispatchRecord {
   bool operator==(const DispatchRecord&) const = default;
 };
 
+struct JobRecord;
+// `stored = now`, but a dispatched job's `dispatch` stays as stored: the host
+// writes its part (a stop's mark) while the node runs the job.
+void overwrite_keeping_dispatch(JobRecord& stored, const JobRecord& now);
+
 struct JobRecord {
   int format = 1;
   std::string id;

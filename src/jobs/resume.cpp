@@ -7,9 +7,11 @@
 #include <array>
 
 #include "executors/executor.hpp"
+#include "jobs/dispatch.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
 #include "jobs/nodes.hpp"
+#include "jobs/run_job.hpp"
 #include "jobs/run_to_end.hpp"
 #include "jobs/slots.hpp"
 #include "jobs/store.hpp"
@@ -68,6 +70,41 @@ void claim_on_node(JobRecord& stored) {
   if (stored.dispatch->scheduler_id.empty() && id != env.end() && is_scheduler_id(id->second)) {
     stored.dispatch->scheduler_id = id->second;
   }
+}
+
+// `resume` of a dispatched job that ended: queued again (the compare-and-swap
+// lets one resume win) and submitted to its scheduler once more.
+RunOutcome resubmit(const git::Repository& repo, const config::Settings& settings, JobStore& store,
+                    const std::string& id) {
+  const auto queued = store.update(id, [&](JobRecord& stored) {
+    const JobState now = effective_state(stored);
+    if (!resumable(now)) {
+      throw usage_error("job " + stored.id + " is " + state_name(now) + " now; it cannot be resumed");
+    }
+    stored.state = JobState::queued;
+    stored.error.clear();
+    stored.finished_at.clear();
+    stored.dispatch = DispatchRecord{stored.dispatch->engine, "", "", ""};
+  });
+  return submit_queued(repo, settings, store, queued.record);
+}
+
+// The node's end of a dispatched job: cancelled by a SIGTERM that `git
+// mullet stop` did not ask for is the scheduler's doing (scancel from
+// outside, its time limit, preemption, shutdown): interrupted, resumable.
+RunOutcome settle_dispatched(JobStore& store, RunOutcome outcome) {
+  if (outcome.record.state != JobState::cancelled) return outcome;
+  const auto settled = store.update(outcome.record.id, [](JobRecord& stored) {
+    if (stored.state != JobState::cancelled || !stored.dispatch) return;
+    if (stored.dispatch->reason == stop_requested_reason) return;
+    stored.state = JobState::interrupted;
+    stored.dispatch->reason = "SIGTERM from the scheduler";
+    stored.error = "the scheduler ended " + stored.dispatch->engine + " job " + stored.dispatch->scheduler_id +
+                   " before the job ended (scancel, time limit, preemption or shutdown)";
+  });
+  outcome.record = settled.record;
+  outcome.exit_code = static_cast<ExitCode>(exit_code_for(settled.record.state));
+  return outcome;
 }
 
 // The prompt of a resumed run that starts from `result` (empty: the base).
@@ -180,6 +217,9 @@ RunOutcome resume_job(const git::Repository& repo, const config::Settings& setti
   const auto found = store.find(job_name);
   const bool continuing = !request.instruction.empty();
   const bool dispatched = request.dispatched;
+  if (!dispatched && !continuing && found.record.dispatch && resumable(effective_state(found.record))) {
+    return resubmit(repo, settings, store, found.record.id);
+  }
   const auto takes = [continuing, dispatched](JobState state) {
     if (dispatched) return state == JobState::queued;
     return continuing ? continuable(state) : resumable(state);
@@ -231,7 +271,8 @@ RunOutcome resume_job(const git::Repository& repo, const config::Settings& setti
   // was claimed (found.record may be older).
   const std::string resumed_prompt =
       continuing ? continued_prompt(claimed.record, request.instruction) : resumed(prompt, record.result);
-  return run_to_end(repo, settings, store, record, request, *executor, api, start, resumed_prompt);
+  auto outcome = run_to_end(repo, settings, store, record, request, *executor, api, start, resumed_prompt);
+  return dispatched ? settle_dispatched(store, std::move(outcome)) : outcome;
 }
 
 }  // namespace mullet::jobs

@@ -21,12 +21,8 @@
 #include "util/strings.hpp"
 
 namespace mullet::jobs {
-namespace {
-
-// Submits the queued job to its engine and records the scheduler's id; a
-// refused submission ends the job as failed, with the scheduler's words.
-RunOutcome dispatch_job(const git::Repository& repo, const config::Settings& settings, JobStore& store,
-                        JobRecord record) {
+RunOutcome submit_queued(const git::Repository& repo, const config::Settings& settings, JobStore& store,
+                         const JobRecord& record) {
   const auto engine = make_dispatch_engine(record.dispatch->engine);
   const std::string dir = util::real_path(repo.common_dir()) + "/mullet/jobs/" + record.id;
   SubmitRequest submit;
@@ -54,8 +50,6 @@ RunOutcome dispatch_job(const git::Repository& repo, const config::Settings& set
       store.update(record.id, [&](JobRecord& stored) { stored.dispatch->scheduler_id = scheduler_id; });
   return {submitted.record, ExitCode::ok, ""};
 }
-
-}  // namespace
 
 RunOutcome run_job(const git::Repository& repo, const config::Settings& settings, const RunRequest& request) {
   // Everything that can be refused is refused before a job exists.
@@ -115,7 +109,7 @@ RunOutcome run_job(const git::Repository& repo, const config::Settings& settings
   // trusts the record's user-only flags only when they match this copy.
   make_private_job_dir(repo, record.id);
   save_local_run_flags(repo, record.id, record.run_flags);
-  if (dispatching) return dispatch_job(repo, settings, store, record);
+  if (dispatching) return submit_queued(repo, settings, store, record);
   if (request.on_created) request.on_created(record.id);
   if (!nodes.empty()) return run_nodes_to_end(repo, settings, store, record, request, nodes);
   return run_to_end(repo, settings, store, record, request, *executor, api, request.base, request.prompt);

@@ -92,6 +92,24 @@ class FieldReader {
   std::string_view m_rest;
 };
 
+// The dispatch fields encode_summary appended, checked as a record's are.
+bool decode_dispatch(FieldReader& fields, JobRecord& summary) {
+  const auto dispatched = fields.text();
+  if (!dispatched) return false;
+  summary.dispatch.reset();
+  if (dispatched->empty()) return true;
+  auto engine = fields.text();
+  auto scheduler_id = fields.text();
+  auto node = fields.text();
+  auto reason = fields.text();
+  if (!engine || !scheduler_id || !node || !reason || *engine != "slurm" || !is_scheduler_id(*scheduler_id) ||
+      !is_host_name(*node)) {
+    return false;
+  }
+  summary.dispatch = DispatchRecord{std::move(*engine), std::move(*scheduler_id), std::move(*node), std::move(*reason)};
+  return true;
+}
+
 }  // namespace
 
 std::string encode_summary(const std::string& record_commit_hex, const JobRecord& summary) {
@@ -126,6 +144,13 @@ std::string encode_summary(const std::string& record_commit_hex, const JobRecord
     append_number(line, node.number);
     append_field(line, state_name(node.state));
     append_field(line, node.result);
+  }
+  append_field(line, summary.dispatch ? "1" : "");
+  if (summary.dispatch) {
+    append_field(line, summary.dispatch->engine);
+    append_field(line, summary.dispatch->scheduler_id);
+    append_field(line, summary.dispatch->node);
+    append_field(line, summary.dispatch->reason);
   }
   return line;
 }
@@ -197,6 +222,7 @@ bool decode_summary(std::string_view line, std::string_view record_commit_hex, J
     node.state = *node_state;
     node.result = std::move(*node_result);
   }
+  if (!decode_dispatch(fields, summary)) return false;
   if (!fields.at_end()) return false;
   return true;
 }
