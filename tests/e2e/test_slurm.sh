@@ -149,4 +149,46 @@ test_a_job_the_scheduler_kills_is_interrupted_and_resume_finishes_it() {
   assert_eq "$(git show "mullet/$JOB:done")" resumed "the resumed run's file"
 }
 
+# Issue 18, item 3: no shell string of user text reaches the scheduler or the
+# node. A prompt, a title and sbatch arguments full of shell syntax and
+# newlines run nothing; the batch script is the fixed one, its arguments the
+# binary, __run-dispatched and the job's id.
+test_attack_shell_syntax_in_prompt_title_and_config_runs_nothing() {
+  new_repo repo
+  cd repo
+  local pwned="$TEST_ROOT/pwned-$RANDOM"
+  local evil="x'\"; touch $pwned.1; \$(touch $pwned.2) \`touch $pwned.3\`
+touch $pwned.4
+"
+  user_config '[dispatch]' 'engine = "slurm"' "sbatch_args = [\"--comment=\$(touch $pwned.5); touch $pwned.6\"]" \
+    '[limits]' 'memory_mb = 512'
+  submit -m "$evil" --title "$evil" --command 'echo ok >ok'
+  local scheduler_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
+  expect_exit 0 timeout -k 5 120 git mullet wait --json "$JOB"
+  assert_eq "$(json_field "$OUT" state)" succeeded "$OUT"
+  assert_eq "$(json_field "$OUT" prompt)" "$(printf "%s" "$evil")" "the prompt, kept as given"
+  local n
+  for n in 1 2 3 4 5 6; do assert_absent "$pwned.$n"; done
+  assert_eq "$(cat "$(job_dir "$JOB")/dispatch.sh")" "$(printf '#!/bin/sh\n# git-mullet: runs its arguments (the binary, __run-dispatched, the job'"'"'s id)\nexec "$@"')" \
+    "the batch script"
+  # What the scheduler holds of the job: the script and our three arguments.
+  expect_exit 0 scontrol show job -o "$scheduler_id"
+  assert_contains "$OUT" "Command=$(job_dir "$JOB")/dispatch.sh $(readlink -f "$MULLET_BIN") __run-dispatched $JOB WorkDir=" \
+    "the batch job's command"
+}
+
+# The node side takes only a whole job id, and only a queued job.
+test_run_dispatched_takes_only_a_queued_job_by_its_whole_id() {
+  new_repo repo
+  cd repo
+  run_job -m "local" --command 'echo a >a'
+  local id="$JOB"
+  for bad in "${id:0:6}" "$id; touch x" "../$id" ""; do
+    expect_exit 2 git mullet __run-dispatched "$bad"
+  done
+  expect_exit 2 git mullet __run-dispatched "$id"
+  assert_contains "$ERR" "succeeded"
+  assert_absent x
+}
+
 run_tests
