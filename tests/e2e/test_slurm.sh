@@ -80,6 +80,11 @@ test_four_one_cpu_jobs_on_two_cpus_two_wait_queued() {
   queued="$(git mullet list --json | jq -r 'first(.[] | select(.state == "queued") | .id)')"
   expect_exit 0 git mullet show "$queued"
   assert_contains "$OUT" queued "show of a queued job"
+  assert_matches "$OUT" "dispatch +slurm job [0-9]+" "show of a queued job"
+  local running
+  running="$(git mullet list --json | jq -r 'first(.[] | select(.state == "running") | .id)')"
+  expect_exit 0 git mullet show "$running"
+  assert_matches "$OUT" "dispatch +slurm job [0-9]+ on $NODE" "show of a running job"
   for n in 0 1 2 3; do
     expect_exit 0 timeout -k 5 180 git mullet wait --json "${jobs[$n]}"
     assert_eq "$(json_field "$OUT" state)" succeeded "job $((n + 1)): $OUT"
@@ -189,6 +194,18 @@ test_run_dispatched_takes_only_a_queued_job_by_its_whole_id() {
   expect_exit 2 git mullet __run-dispatched "$id"
   assert_contains "$ERR" "succeeded"
   assert_absent x
+}
+
+# --nodes N is not dispatched yet (a job array is the plan): refused before
+# any job exists, saying what to do.
+test_a_job_of_several_nodes_is_refused_for_slurm() {
+  new_repo repo
+  cd repo
+  slurm_config
+  expect_exit 2 git mullet run -m "three" --nodes 3 --command 'echo a >a'
+  assert_contains "$ERR" "cannot be dispatched to slurm yet"
+  expect_exit 0 git mullet list --json
+  assert_eq "$OUT" "[]" "jobs after the refusal"
 }
 
 run_tests
