@@ -16,7 +16,7 @@ namespace {
 constexpr int scheduler_deadline_seconds = 30;
 
 std::string program(const std::string& name) {
-  const std::string found = util::find_in_path(name, util::host_path());
+  std::string found = util::find_in_path(name, util::host_path());
   if (found.empty()) {
     throw failure(name + " was not found in PATH", "install Slurm's client commands (slurm-wlm), or run locally");
   }
