@@ -139,18 +139,19 @@ std::string encode_summary(const std::string& record_commit_hex, const JobRecord
     append_number(line, summary.changes->insertions);
     append_number(line, summary.changes->deletions);
   }
-  append_number(line, summary.nodes.size());
-  for (const auto& node : summary.nodes) {
-    append_number(line, node.number);
-    append_field(line, state_name(node.state));
-    append_field(line, node.result);
-  }
+  // Before the nodes: a line cut short never ends in free text.
   append_field(line, summary.dispatch ? "1" : "");
   if (summary.dispatch) {
     append_field(line, summary.dispatch->engine);
     append_field(line, summary.dispatch->scheduler_id);
     append_field(line, summary.dispatch->node);
     append_field(line, summary.dispatch->reason);
+  }
+  append_number(line, summary.nodes.size());
+  for (const auto& node : summary.nodes) {
+    append_number(line, node.number);
+    append_field(line, state_name(node.state));
+    append_field(line, node.result);
   }
   return line;
 }
@@ -207,6 +208,7 @@ bool decode_summary(std::string_view line, std::string_view record_commit_hex, J
     if (!files || !insertions || !deletions) return false;
     summary.changes = ChangeStats{*files, *insertions, *deletions};
   }
+  if (!decode_dispatch(fields, summary)) return false;
   const auto node_count = fields.number<std::size_t>();
   if (!node_count || *node_count > static_cast<std::size_t>(max_nodes)) return false;
   summary.nodes.clear();
@@ -222,7 +224,6 @@ bool decode_summary(std::string_view line, std::string_view record_commit_hex, J
     node.state = *node_state;
     node.result = std::move(*node_result);
   }
-  if (!decode_dispatch(fields, summary)) return false;
   if (!fields.at_end()) return false;
   return true;
 }
