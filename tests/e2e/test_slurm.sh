@@ -154,6 +154,33 @@ test_a_job_the_scheduler_kills_is_interrupted_and_resume_finishes_it() {
   assert_eq "$(git show "mullet/$JOB:done")" resumed "the resumed run's file"
 }
 
+# A queued job the scheduler ends (scancel from outside) never started: the
+# host maps "ended for the scheduler, queued on record" to interrupted, with
+# the scheduler's words, and resume submits it again.
+test_a_queued_job_the_scheduler_cancels_shows_interrupted() {
+  new_repo repo
+  cd repo
+  slurm_config 2
+  local mark
+  mark="$(marker)"
+  submit -m "holds the node" --command "sleep $mark"
+  local holder="$JOB"
+  submit -m "waits" --command 'echo later >later'
+  local waiting="$JOB" waiting_id
+  waiting_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
+  wait_until 60 is_running "sleep $mark"
+  scancel "$waiting_id"
+  wait_until 30 sh -c "[ \"\$(git mullet show --json $waiting | jq -r .state)\" = interrupted ]"
+  expect_exit 0 git mullet show "$waiting"
+  assert_matches "$OUT" "dispatch +slurm job $waiting_id \\(the scheduler ended slurm job $waiting_id \\(CANCELLED" "show"
+  expect_exit 0 timeout -k 5 90 git mullet stop "$holder"
+  no_process_left "sleep $mark"
+  expect_exit 0 git mullet resume --json "$waiting"
+  assert_eq "$(json_field "$OUT" state)" queued "resume: $OUT"
+  expect_exit 0 timeout -k 5 120 git mullet wait --json "$waiting"
+  assert_eq "$(json_field "$OUT" state)" succeeded "$OUT"
+}
+
 # Issue 18, item 3: no shell string of user text reaches the scheduler or the
 # node. A prompt, a title and sbatch arguments full of shell syntax and
 # newlines run nothing; the batch script is the fixed one, its arguments the
