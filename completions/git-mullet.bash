@@ -43,11 +43,14 @@ _git_mullet ()
 	run,--executor|run,--node)
 		__gitcomp "claude opencode command"
 		return ;;
+	run,--on)
+		__gitcomp "local slurm"
+		return ;;
 	run,--continue)
 		__gitcomp_nl "$(__git_mullet_jobs continue)"
 		return ;;
 	list,--state|discard,--state)
-		__gitcomp "running succeeded no_changes failed refused cancelled interrupted damaged"
+		__gitcomp "running succeeded no_changes failed refused cancelled interrupted queued damaged"
 		return ;;
 	esac
 
@@ -62,11 +65,14 @@ _git_mullet ()
 	run,--executor=*)
 		__gitcomp "claude opencode command" "" "${cur#--executor=}"
 		return ;;
+	run,--on=*)
+		__gitcomp "local slurm" "" "${cur#--on=}"
+		return ;;
 	run,--continue=*)
 		__gitcomp_nl "$(__git_mullet_jobs continue)" "" "${cur#--continue=}"
 		return ;;
 	list,--state=*|discard,--state=*)
-		__gitcomp "running succeeded no_changes failed refused cancelled interrupted damaged" "" "${cur#--state=}"
+		__gitcomp "running succeeded no_changes failed refused cancelled interrupted queued damaged" "" "${cur#--state=}"
 		return ;;
 	run,--*=*|merge,--branch=*|wait,--timeout=*|stop,--timeout=*|list,--max-count=*)
 		return ;;
@@ -74,7 +80,7 @@ _git_mullet ()
 
 	case "$subcommand,$cur" in
 	run,-*)
-		__gitcomp "--message= --file= --base= --executor= --command= --title= --setup= --gate= --attempts= --model= --nodes= --node= --continue= --json --dry-run --detach --include-uncommitted --quiet --help" ;;
+		__gitcomp "--message= --file= --base= --executor= --command= --title= --setup= --gate= --attempts= --model= --nodes= --node= --on= --continue= --json --dry-run --detach --include-uncommitted --quiet --help" ;;
 	list,-*)
 		__gitcomp "--json --state= --max-count= --help" ;;
 	stop,-*)

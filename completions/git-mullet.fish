@@ -53,6 +53,7 @@ complete -c git-mullet -n '__fish_seen_subcommand_from run' -l attempts -x -d 'W
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l model -x -d 'Model of the agent worker'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l nodes -x -d 'Run the task N times at once, a node each'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l node -x -a 'claude opencode command' -d 'A node running EXECUTOR[:MODEL] (repeatable)'
+complete -c git-mullet -n '__fish_seen_subcommand_from run' -l on -x -a 'local slurm' -d 'Where the job runs: here or submitted to Slurm'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l continue -x -a '(__git_mullet_jobs continue)' -d 'More attempts of a job that ended, with a new instruction'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l json -d 'Print the job record as JSON'
 complete -c git-mullet -n '__fish_seen_subcommand_from run' -l dry-run -d 'Print the sandbox plan and run nothing'
@@ -71,7 +72,7 @@ complete -c git-mullet -n '__fish_seen_subcommand_from wait' -l timeout -x -d 'G
 complete -c git-mullet -n '__fish_seen_subcommand_from shell' -l record -d "Snapshot the shell's tree afterwards as a new attempt"
 # list, show, doctor, stop, log
 complete -c git-mullet -n '__fish_seen_subcommand_from list show doctor stop' -l json -d 'Print JSON'
-complete -c git-mullet -n '__fish_seen_subcommand_from list discard' -l state -x -a 'running succeeded no_changes failed refused cancelled interrupted damaged' -d 'Jobs in STATE'
+complete -c git-mullet -n '__fish_seen_subcommand_from list discard' -l state -x -a 'running succeeded no_changes failed refused cancelled interrupted queued damaged' -d 'Jobs in STATE'
 complete -c git-mullet -n '__fish_seen_subcommand_from list' -s n -l max-count -x -d 'Only the newest N jobs'
 complete -c git-mullet -n '__fish_seen_subcommand_from stop' -l timeout -x -d 'Wait at most SECONDS for it to end'
 complete -c git-mullet -n '__fish_seen_subcommand_from log' -l raw -d 'Print the events and output as recorded'

@@ -170,16 +170,20 @@ int run_main(int argc, char** argv) {
     std::cout << describe_cli(app, exit_codes).dump(2) << "\n";
     return 0;
   }
-  if (const auto mistake = check_first_word(app, args)) {
+  // A dispatched job's node side: the job's id only, never a user command line.
+  if (argc == 3 && std::string(argv[1]) == "__run-dispatched") {
+    chosen = [id = std::string(argv[2])] { return run_dispatched(id); };
+  } else if (const auto mistake = check_first_word(app, args)) {
     std::cerr << *mistake;
     return static_cast<int>(ExitCode::usage);
-  }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    if (error.get_exit_code() == 0) return app.exit(error);  // --help, --version
-    std::cerr << describe_parse_error(app, error, args) << "\n";
-    return static_cast<int>(ExitCode::usage);
+  } else {
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& error) {
+      if (error.get_exit_code() == 0) return app.exit(error);  // --help, --version
+      std::cerr << describe_parse_error(app, error, args) << "\n";
+      return static_cast<int>(ExitCode::usage);
+    }
   }
   try {
     util::install_cancel_handlers();

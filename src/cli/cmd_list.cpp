@@ -53,7 +53,7 @@ std::vector<const jobs::JobSummary*> newest_first(const std::vector<jobs::JobSum
 
 std::vector<std::string> wanted_states(const std::vector<std::string>& given) {
   std::vector<std::string> known;
-  for (int state = 0; state <= static_cast<int>(jobs::JobState::interrupted); ++state) {
+  for (int state = 0; state <= static_cast<int>(jobs::JobState::queued); ++state) {
     known.push_back(jobs::state_name(static_cast<jobs::JobState>(state)));
   }
   known.emplace_back(damaged_state);

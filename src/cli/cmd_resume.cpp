@@ -2,6 +2,8 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "jobs/id.hpp"
+#include "util/strings.hpp"
 
 namespace mullet::cli {
 namespace {
@@ -21,6 +23,20 @@ int resume(const ResumeOptions& options) {
 }
 
 }  // namespace
+
+int run_dispatched(const std::string& id) {
+  // The job's whole id, never a prefix: the node runs the job it was given.
+  if (!jobs::is_valid_job_id(id))
+    throw usage_error("__run-dispatched: '" + util::terminal_safe(id) + "' is not a job id");
+  jobs::RunRequest request;
+  request.dispatched = true;
+  // The batch job's output is a file nobody watches live; the record and
+  // the job's logs hold what happened.
+  request.show_worker_output = false;
+  const auto outcome = take_up_job(id, request);
+  print_run_outcome(outcome, false);
+  return static_cast<int>(outcome.exit_code);
+}
 
 void add_resume_command(CLI::App& app, Action& chosen) {
   auto options = std::make_shared<ResumeOptions>();

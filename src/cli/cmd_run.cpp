@@ -33,6 +33,7 @@ struct RunOptions {
   std::string setup;
   std::string model;
   std::string continue_job;
+  std::string on;  // --on ENGINE: local or slurm
   std::vector<std::string> gates;
   std::int64_t nodes = not_given;
   std::vector<std::string> node_specs;  // --node EXECUTOR[:MODEL]
@@ -169,6 +170,17 @@ int print_node_plans(const git::Repository& repo, const std::vector<config::Sett
   return 0;
 }
 
+// Where the job runs: --on, else [dispatch] engine. A job of several nodes
+// runs here only (a job array is not built yet).
+std::string dispatch_engine(const RunOptions& options, const config::Settings& settings, bool several_nodes) {
+  std::string engine = options.on.empty() ? settings.dispatch.engine : options.on;
+  if (engine != "local" && several_nodes) {
+    throw usage_error("a job of several nodes cannot be dispatched to " + engine + " yet",
+                      "run it here with --on local, or dispatch one job per node");
+  }
+  return engine;
+}
+
 int run(const RunOptions& options) {
   if (options.detach) {
     if (options.dry_run) {
@@ -253,6 +265,7 @@ int run(const RunOptions& options) {
   }
 
   jobs::RunRequest request;
+  request.dispatch_engine = dispatch_engine(options, settings, !node_settings.empty());
   request.prompt = prompt;
   request.title = options.title;
   request.base = base;
@@ -321,6 +334,11 @@ void add_run_command(CLI::App& app, Action& chosen) {
                                     "Run more attempts of a job that ended, with -m/-F as a new instruction; it "
                                     "starts from the job's last snapshot with the job's own settings")
                         ->type_name("JOB");
+  auto* on = sub->add_option("--on", options->on,
+                             "Where the job runs: local (here) or slurm (submitted with sbatch; the record shows it "
+                             "queued at once). Default: [dispatch] engine")
+                 ->type_name("ENGINE")
+                 ->check(CLI::IsMember({"local", "slurm"}));
   sub->add_flag("--json", options->json, "Print the job record as one JSON object");
   sub->add_flag("--dry-run", options->dry_run, "Print each phase's sandbox plan and run nothing");
   sub->add_flag("-q,--quiet", options->quiet, "Do not echo the worker's output");
@@ -330,6 +348,7 @@ void add_run_command(CLI::App& app, Action& chosen) {
   // For the detached child only, so not in the help (group "").
   sub->add_option(report_id_fd_option, options->report_id_fd, "The descriptor to write the job's id to")->group("");
   // A continued job keeps what it was started with.
+  on->excludes(continued);
   for (const char* name : {"--base", "--include-uncommitted", "--executor", "--command", "--title", "--setup", "--gate",
                            "--attempts", "--model", "--dry-run", "--nodes", "--node"}) {
     continued->excludes(sub->get_option(name));

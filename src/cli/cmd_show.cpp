@@ -91,6 +91,16 @@ void print_nodes(std::ostream& out, const jobs::JobRecord& record) {
   }
 }
 
+// A dispatched job: its scheduler's id, the node that took it up, and why the
+// scheduler ended it when it did.
+std::string dispatch_line(const jobs::JobRecord& record, jobs::JobState state) {
+  const auto& dispatch = *record.dispatch;
+  std::string reason = dispatch.reason;
+  if (reason.empty() && state == jobs::JobState::interrupted) reason = jobs::interrupted_reason(record);
+  return dispatch.engine + " job " + (dispatch.scheduler_id.empty() ? "(not submitted yet)" : dispatch.scheduler_id) +
+         (dispatch.node.empty() ? "" : " on " + dispatch.node) + (reason.empty() ? "" : " (" + reason + ")");
+}
+
 int show(const ShowOptions& options) {
   const git::Repository repo = open_repository();
   const auto job = find_addressed(jobs::JobStore(repo), options.job);
@@ -109,6 +119,7 @@ int show(const ShowOptions& options) {
   print_field(out, "title", record.title);
   print_field(out, "state", jobs::state_name(state) + (state == jobs::JobState::no_changes ? " (no changes)" : ""));
   if (state == jobs::JobState::running) print_field(out, "now", where_it_is(record));
+  if (record.dispatch) print_field(out, "dispatch", dispatch_line(record, state));
   print_field(out, "base",
               record.base + (record.base_uncommitted ? " (uncommitted changes on " + short_sha(record.base_head) +
                                                            ", --include-uncommitted)"

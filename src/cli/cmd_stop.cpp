@@ -1,18 +1,26 @@
 // `git mullet stop JOB`: cancels a running job, detached or not, and waits
 // until it has ended as `cancelled`, with what its worker did so far
 // snapshotted as its result.
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include "cli/commands.hpp"
+#include "jobs/dispatch.hpp"
 #include "jobs/liveness.hpp"
 #include "jobs/store.hpp"
+#include "util/clock.hpp"
 #include "util/error.hpp"
 #include "util/signals.hpp"
 #include "util/strings.hpp"
 
 namespace mullet::cli {
 namespace {
+
+void stop_here(const jobs::JobStore& store, const jobs::JobRecord& record, std::chrono::milliseconds bound,
+               const std::function<Error(const jobs::JobRecord&)>& not_running);
+void stop_dispatched(jobs::JobStore& store, const jobs::JobRecord& record, std::chrono::milliseconds bound);
 
 struct StopOptions {
   std::string job;
@@ -22,31 +30,19 @@ struct StopOptions {
 
 int stop(const StopOptions& options) {
   const git::Repository repo = open_repository();
-  const jobs::JobStore store(repo);
+  jobs::JobStore store(repo);
   const jobs::StoredJob job = store.find(options.job);
   const std::string& id = job.record.id;
-  const auto not_running = [&](const jobs::JobRecord& record) {
+  const std::function<Error(const jobs::JobRecord&)> not_running = [&](const jobs::JobRecord& record) {
     return usage_error("job " + id + " is not running (it is " + jobs::state_name(jobs::effective_state(record)) + ")",
                        "see it with: git mullet show " + id);
   };
-  if (jobs::effective_state(job.record) != jobs::JobState::running) throw not_running(job.record);
+  if (!jobs::is_active(jobs::effective_state(job.record))) throw not_running(job.record);
   const auto bound = std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout * 1000));
-  switch (jobs::stop_runner(job.record.runner, bound, [] { return util::cancel_requested(); })) {
-    case jobs::RunnerStop::not_running: {
-      // It ended on its own meanwhile: said as it is.
-      const auto now = store.load(id);
-      if (!now) throw failure("job " + id + " was discarded meanwhile");
-      throw not_running(now->record);
-    }
-    case jobs::RunnerStop::not_permitted:
-      throw refused_error("job " + id + " is run by a process (pid " + std::to_string(job.record.runner.pid) +
-                              ") this user may not signal",
-                          "stop it as the user who started it");
-    case jobs::RunnerStop::still_running:
-      throw failure("job " + id + " has not stopped yet (its git-mullet, pid " + std::to_string(job.record.runner.pid) +
-                        ", is still running)",
-                    "see where it is with `git mullet show " + id + "`, or try again: git mullet stop " + id);
-    case jobs::RunnerStop::ended: break;
+  if (job.record.dispatch) {
+    stop_dispatched(store, job.record, bound);
+  } else {
+    stop_here(store, job.record, bound, not_running);
   }
   const auto ended = store.load(id);
   if (!ended) throw failure("job " + id + " was discarded while it stopped");
@@ -56,6 +52,63 @@ int stop(const StopOptions& options) {
   if (shown.state == jobs::JobState::cancelled) shown.error.clear();
   print_job_outcome(shown, "", options.json, false);
   return 0;
+}
+
+// A job run by a git-mullet on this machine: signalled, and waited for.
+void stop_here(const jobs::JobStore& store, const jobs::JobRecord& record, std::chrono::milliseconds bound,
+               const std::function<Error(const jobs::JobRecord&)>& not_running) {
+  const std::string& id = record.id;
+  const auto& job = record;
+  switch (jobs::stop_runner(job.runner, bound, [] { return util::cancel_requested(); })) {
+    case jobs::RunnerStop::not_running: {
+      // It ended on its own meanwhile: said as it is.
+      const auto now = store.load(id);
+      if (!now) throw failure("job " + id + " was discarded meanwhile");
+      throw not_running(now->record);
+    }
+    case jobs::RunnerStop::not_permitted:
+      throw refused_error(
+          "job " + id + " is run by a process (pid " + std::to_string(job.runner.pid) + ") this user may not signal",
+          "stop it as the user who started it");
+    case jobs::RunnerStop::still_running:
+      throw failure("job " + id + " has not stopped yet (its git-mullet, pid " + std::to_string(job.runner.pid) +
+                        ", is still running)",
+                    "see where it is with `git mullet show " + id + "`, or try again: git mullet stop " + id);
+    case jobs::RunnerStop::ended: break;
+  }
+}
+
+// A dispatched job: cancelled through its scheduler. One still queued is
+// recorded as cancelled here (the compare-and-swap loses to a node that
+// claimed it meanwhile); one a node runs gets SIGTERM there and writes its
+// own final record, which is waited for.
+void stop_dispatched(jobs::JobStore& store, const jobs::JobRecord& record, std::chrono::milliseconds bound) {
+  const std::string& id = record.id;
+  // Marked first: the node that gets the scheduler's SIGTERM ends it
+  // cancelled, not interrupted.
+  store.update(id, [](jobs::JobRecord& stored) {
+    if (stored.dispatch) stored.dispatch->reason = jobs::stop_requested_reason;
+  });
+  if (!record.dispatch->scheduler_id.empty()) {
+    jobs::make_dispatch_engine(record.dispatch->engine)->cancel(record.dispatch->scheduler_id);
+  }
+  store.update(id, [](jobs::JobRecord& stored) {
+    if (stored.state != jobs::JobState::queued) return;
+    stored.state = jobs::JobState::cancelled;
+    stored.error = "cancelled before it started";
+    stored.finished_at = util::now_utc();
+  });
+  const std::int64_t deadline = util::monotonic_ms() + bound.count();
+  while (true) {
+    const auto now = store.load(id);
+    if (!now) throw failure("job " + id + " was discarded while it stopped");
+    if (!jobs::is_active(jobs::effective_state(now->record))) return;
+    if (util::monotonic_ms() >= deadline || util::cancel_requested()) {
+      throw failure("job " + id + " has not stopped yet (the scheduler was asked to cancel it)",
+                    "see where it is with `git mullet show " + id + "`, or try again: git mullet stop " + id);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
 }
 
 }  // namespace

@@ -145,16 +145,17 @@ int wait_for_job(const WaitOptions& options) {
   jobs::JobState state = jobs::JobState::running;
   while (true) {
     state = jobs::effective_state(record);
-    if (state == jobs::JobState::interrupted && record.state == jobs::JobState::running) {
-      // The runner writes its last record before it exits: it may have done
-      // both since we read the record. Only a second read tells.
+    if (state == jobs::JobState::interrupted && jobs::is_active(record.state)) {
+      // The runner writes its last record before it exits (a dispatched
+      // job's before its scheduler calls it ended): it may have done both
+      // since we read the record. Only a second read tells.
       if (const auto again = store.load(id)) {
         record = again->record;
         state = jobs::effective_state(record);
       }
     }
     if (follow) output.pump();
-    if (state != jobs::JobState::running) break;
+    if (!jobs::is_active(state)) break;
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {
       throw failure("job " + id + " is still running (waited " + util::format_decimal(options.timeout, 3) + " s)",

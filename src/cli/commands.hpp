@@ -18,5 +18,8 @@ void add_resume_command(CLI::App& app, Action& chosen);
 void add_wait_command(CLI::App& app, Action& chosen);
 void add_stop_command(CLI::App& app, Action& chosen);
 void add_shell_command(CLI::App& app, Action& chosen);
+// `git mullet __run-dispatched ID` (hidden): what a scheduler's batch job
+// runs on its node: the queued job ID, taken up as a local job.
+int run_dispatched(const std::string& id);
 
 }  // namespace mullet::cli

@@ -239,6 +239,22 @@ const std::vector<KeySpec>& schema() {  // NOLINT(readability-function-size)
       {"run.notify", Kind::list, RepoRule::user_only, std::vector<std::string>{}, items(list_items, name_bytes),
        "a program and its arguments, run on the host when a job ends, with the job's JSON on stdin",
        [](Settings& settings, const Value& value) { settings.run.notify = list_of(value); }},
+      {"dispatch.engine", Kind::string, RepoRule::user_only, std::string("local"), text(name_bytes),
+       "where `run` runs a job: local (here) or slurm (submitted with sbatch; the node runs it against the same "
+       "repository path)",
+       [](Settings& settings, const Value& value) { settings.dispatch.engine = text_of(value); }},
+      {"dispatch.partition", Kind::string, RepoRule::user_only, std::string(), text(name_bytes),
+       "the Slurm partition jobs are submitted to (empty: the cluster's default)",
+       [](Settings& settings, const Value& value) { settings.dispatch.partition = text_of(value); }},
+      {"dispatch.account", Kind::string, RepoRule::user_only, std::string(), text(name_bytes),
+       "the Slurm account jobs are charged to (empty: none given)",
+       [](Settings& settings, const Value& value) { settings.dispatch.account = text_of(value); }},
+      {"dispatch.sbatch_args", Kind::list, RepoRule::user_only, std::vector<std::string>{},
+       items(list_items, name_bytes), "more sbatch arguments, each item one argument (no shell)",
+       [](Settings& settings, const Value& value) { settings.dispatch.sbatch_args = list_of(value); }},
+      {"dispatch.cpus", Kind::integer, RepoRule::user_only, std::int64_t{1}, between(1, 4096),
+       "CPUs a dispatched job asks the scheduler for (sbatch --cpus-per-task)",
+       [](Settings& settings, const Value& value) { settings.dispatch.cpus = integer_of<int>(value); }},
       {"limits.timeout", Kind::integer, RepoRule::lower_only, std::int64_t{3600}, between(1, max_seconds),
        "wall-clock seconds per phase",
        [](Settings& settings, const Value& value) { settings.limits.timeout = seconds_of(value); }},
@@ -431,6 +447,10 @@ std::string validate(const KeySpec& spec, const Value& value) {
     if (name != "claude" && name != "opencode" && name != "command") {
       return "unknown executor '" + name + "' (known: claude, opencode, command)";
     }
+  }
+  if (key == "dispatch.engine") {
+    const auto& word = std::get<std::string>(value);
+    if (word != "local" && word != "slurm") return "must be local or slurm (not '" + word + "')";
   }
   if (key == "sandbox.work_tree") {
     const auto& word = std::get<std::string>(value);

@@ -128,6 +128,17 @@ struct LimitsSettings {
   bool operator==(const LimitsSettings&) const = default;
 };
 
+// `[dispatch]` (user config only): where `run` sends a job. "local" runs it
+// here; "slurm" submits it with sbatch.
+struct DispatchSettings {
+  std::string engine = "local";
+  std::string partition;                 // sbatch --partition; empty: the cluster's default
+  std::string account;                   // sbatch --account; empty: none
+  std::vector<std::string> sbatch_args;  // more sbatch arguments, each one argument
+  int cpus = 1;                          // sbatch --cpus-per-task
+  bool operator==(const DispatchSettings&) const = default;
+};
+
 // Only Config::settings() makes one that means anything: a default-constructed
 // Settings has every limit at 0.
 struct Settings {
@@ -137,6 +148,7 @@ struct Settings {
   ClaudeSettings claude;
   OpencodeSettings opencode;
   LimitsSettings limits;
+  DispatchSettings dispatch;
   std::vector<Gate> gates;              // the files' [[gate]]s
   std::vector<Credential> credentials;  // the user file's [[credential]]s
   bool operator==(const Settings&) const = default;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "jobs/dispatch.hpp"
 #include "util/clock.hpp"
 #include "util/fd.hpp"
 
@@ -71,9 +72,35 @@ RunnerStop stop_runner(const RunnerRecord& runner, std::chrono::milliseconds bou
   return RunnerStop::ended;
 }
 
+namespace {
+
+// Whether the scheduler's view decides: a dispatched job not ended whose
+// runner, if any, is on another machine (on this one its pid tells).
+bool scheduler_decides(const JobRecord& record) {
+  if (!record.dispatch || record.dispatch->scheduler_id.empty() || !is_active(record.state)) return false;
+  return record.state == JobState::queued || record.runner.boot_id != boot_id();
+}
+
+}  // namespace
+
 JobState effective_state(const JobRecord& record) {
+  if (scheduler_decides(record)) {
+    const auto view = make_dispatch_engine(record.dispatch->engine)->status(record.dispatch->scheduler_id);
+    // Pending or running, or no answer: as the record says.
+    return view.status == SchedulerStatus::ended ? JobState::interrupted : record.state;
+  }
   if (record.state == JobState::running && !runner_alive(record.runner)) return JobState::interrupted;
   return record.state;
+}
+
+std::string interrupted_reason(const JobRecord& record) {
+  if (!record.dispatch) return "";
+  if (!record.dispatch->reason.empty()) return record.dispatch->reason;
+  if (record.dispatch->scheduler_id.empty()) return "";
+  const auto view = make_dispatch_engine(record.dispatch->engine)->status(record.dispatch->scheduler_id);
+  if (view.status != SchedulerStatus::ended) return "";
+  return "the scheduler ended " + record.dispatch->engine + " job " + record.dispatch->scheduler_id + " (" +
+         view.state + (view.reason.empty() ? "" : ": " + view.reason) + ") before the job ended";
 }
 
 }  // namespace mullet::jobs

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <functional>
+#include <string>
 
 #include "jobs/record.hpp"
 
@@ -13,7 +14,13 @@ RunnerRecord current_runner();
 // pid, same start time).
 bool runner_alive(const RunnerRecord& runner);
 // The state to show: a "running" job whose runner is gone is "interrupted".
+// A dispatched job not ended whose runner is not on this machine is what its
+// scheduler says: one the scheduler ended (timeout, node failure,
+// preemption, cancelled) or forgot is "interrupted".
 JobState effective_state(const JobRecord& record);
+// Why a dispatched job shows as interrupted, in the scheduler's words; empty
+// for a local job, or when the scheduler still has it.
+std::string interrupted_reason(const JobRecord& record);
 
 enum class RunnerStop {
   ended,          // it was running and has exited

@@ -14,9 +14,9 @@ namespace {
 
 const std::vector<std::pair<JobState, const char*>>& state_names() {
   static const std::vector<std::pair<JobState, const char*>> names = {
-      {JobState::running, "running"},        {JobState::succeeded, "succeeded"}, {JobState::no_changes, "no_changes"},
-      {JobState::failed, "failed"},          {JobState::refused, "refused"},     {JobState::cancelled, "cancelled"},
-      {JobState::interrupted, "interrupted"}};
+      {JobState::running, "running"},         {JobState::succeeded, "succeeded"}, {JobState::no_changes, "no_changes"},
+      {JobState::failed, "failed"},           {JobState::refused, "refused"},     {JobState::cancelled, "cancelled"},
+      {JobState::interrupted, "interrupted"}, {JobState::queued, "queued"}};
   return names;
 }
 
@@ -462,6 +462,18 @@ nlohmann::json run_flags_from_json(const Reader& in, const std::string& job) {
   return flags;
 }
 
+DispatchRecord dispatch_from_json(const Reader& in) {
+  DispatchRecord dispatch;
+  dispatch.engine = one_of(in, "engine", {"slurm"});
+  if (dispatch.engine.empty()) in.damaged("engine", "is missing");
+  dispatch.scheduler_id = in.line("scheduler_id", max_name_bytes);
+  if (!is_scheduler_id(dispatch.scheduler_id)) in.damaged("scheduler_id", "is not a scheduler's job id");
+  dispatch.node = in.line("node", max_name_bytes);
+  if (!is_host_name(dispatch.node)) in.damaged("node", "is not a host name");
+  dispatch.reason = in.line("reason", max_name_bytes);
+  return dispatch;
+}
+
 NodeRecord node_from_json(const Reader& in, const std::string& job) {
   NodeRecord node;
   node.number = in.integer("number", 0, 1, max_nodes);
@@ -510,10 +522,38 @@ std::optional<JobState> parse_state(const std::string& name) {
   return std::nullopt;
 }
 
+bool is_scheduler_id(const std::string& text) {
+  // Empty until the scheduler answered; else digits, and `_N` for an array task.
+  if (text.size() > 40) return false;
+  const auto underscore = text.find('_');
+  const auto digits = [](const std::string& part) {
+    return !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (underscore == std::string::npos) return text.empty() || digits(text);
+  return digits(text.substr(0, underscore)) && digits(text.substr(underscore + 1));
+}
+
+bool is_host_name(const std::string& text) {
+  return text.size() <= 253 &&
+         text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") ==
+             std::string::npos;
+}
+
+void overwrite_keeping_dispatch(JobRecord& stored, const JobRecord& now) {
+  auto dispatch = std::move(stored.dispatch);
+  stored = now;
+  if (dispatch) stored.dispatch = std::move(dispatch);
+}
+
+bool is_active(JobState state) {
+  return state == JobState::running || state == JobState::queued;
+}
+
 int exit_code_for(JobState state) {
   switch (state) {
     case JobState::succeeded:
     case JobState::no_changes:
+    case JobState::queued:
     case JobState::running: return static_cast<int>(ExitCode::ok);
     case JobState::refused: return static_cast<int>(ExitCode::refused);
     case JobState::failed:
@@ -592,6 +632,13 @@ nlohmann::json cost_json(const std::optional<double>& cost) {
   return cost ? nlohmann::json(*cost) : nlohmann::json();
 }
 
+nlohmann::json dispatch_json(const DispatchRecord& dispatch) {
+  return {{"engine", dispatch.engine},
+          {"scheduler_id", dispatch.scheduler_id},
+          {"node", dispatch.node},
+          {"reason", line(dispatch.reason, max_name_bytes)}};
+}
+
 nlohmann::json nodes_json(const std::vector<NodeRecord>& nodes) {
   nlohmann::json array = nlohmann::json::array();
   for (const auto& node : nodes) {
@@ -653,6 +700,8 @@ nlohmann::json to_json(const JobRecord& record) {
       {"run_flags", record.run_flags.is_object() ? record.run_flags : nlohmann::json::object()}};
   // A job of one node has no `nodes`: its JSON is what it always was.
   if (!record.nodes.empty()) json["nodes"] = nodes_json(record.nodes);
+  // A job run where it was started has no `dispatch`.
+  if (record.dispatch) json["dispatch"] = dispatch_json(*record.dispatch);
   return json;
 }
 
@@ -750,6 +799,9 @@ JobRecord record_from_json(const nlohmann::json& json, const std::string& job) {
   if (const auto* progress = in.find("progress")) {
     record.progress = progress_from_json(Reader(*progress, "progress", job));
   }
+  if (const auto* dispatch = in.find("dispatch")) {
+    record.dispatch = dispatch_from_json(Reader(*dispatch, "dispatch", job));
+  }
   if (const auto* nodes = in.find("nodes")) {
     // Two to max_nodes, numbered 1, 2, ... in order; a job of one has none.
     if (!nodes->is_array() || nodes->size() < 2 || nodes->size() > static_cast<std::size_t>(max_nodes)) {
@@ -784,6 +836,7 @@ nlohmann::json summary_json(const JobRecord& record) {
       nodes.push_back({{"number", node["number"]}, {"state", node["state"]}, {"result", node["result"]}});
     summary["nodes"] = nodes;
   }
+  if (record.dispatch) summary["dispatch"] = full["dispatch"];
   return summary;
 }
 

@@ -18,7 +18,16 @@ namespace mullet::jobs {
 // The longest title a record keeps.
 inline constexpr std::size_t title_max_bytes = 1024;
 
-enum class JobState { running, succeeded, no_changes, failed, refused, cancelled, interrupted };
+// `queued`: a dispatched job the scheduler has not started yet (its record
+// written by the host, no runner yet).
+enum class JobState { running, succeeded, no_changes, failed, refused, cancelled, interrupted, queued };
+
+// Running or queued: the job has not ended.
+bool is_active(JobState state);
+// What a record may hold as a scheduler's job id (empty, digits, digits_digits)
+// and as a node's host name (empty, letters, digits, '.', '-').
+bool is_scheduler_id(const std::string& text);
+bool is_host_name(const std::string& text);
 
 std::string state_name(JobState state);
 std::optional<JobState> parse_state(const std::string& name);
@@ -140,6 +149,22 @@ struct NodeRecord {
   std::optional<LiveProgress> progress;
 };
 
+// A job dispatched to a scheduler (`run --on slurm`): which engine, the
+// scheduler's own id for it, the node that claimed it, and why the
+// scheduler ended it when it did before the job did.
+struct DispatchRecord {
+  std::string engine;        // "slurm"
+  std::string scheduler_id;  // Slurm's job id (digits, `_N` for an array task)
+  std::string node;          // the host name of the node that runs it; empty while queued
+  std::string reason;        // the scheduler's word when it ended the job (TIMEOUT, NODE_FAIL...)
+  bool operator==(const DispatchRecord&) const = default;
+};
+
+struct JobRecord;
+// `stored = now`, but a dispatched job's `dispatch` stays as stored: the host
+// writes its part (a stop's mark) while the node runs the job.
+void overwrite_keeping_dispatch(JobRecord& stored, const JobRecord& now);
+
 struct JobRecord {
   int format = 1;
   std::string id;
@@ -162,6 +187,8 @@ struct JobRecord {
   std::vector<PhaseRecord> phases;
   std::vector<std::string> snapshot_warnings;
   RunnerRecord runner;
+  // Unset for a job run where it was started.
+  std::optional<DispatchRecord> dispatch;
   // The host uid its sandboxes ran as (root only: one of [sandbox] uid's
   // range, its own while it ran); unset when they ran as the invoking user.
   std::optional<std::int64_t> sandbox_uid;

@@ -4,16 +4,20 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 
 #include "executors/executor.hpp"
+#include "jobs/dispatch.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
 #include "jobs/nodes.hpp"
+#include "jobs/run_job.hpp"
 #include "jobs/run_to_end.hpp"
 #include "jobs/slots.hpp"
 #include "jobs/store.hpp"
 #include "sandbox/runner.hpp"
 #include "util/fs.hpp"
+#include "util/process.hpp"
 #include "util/strings.hpp"
 
 namespace mullet::jobs {
@@ -22,7 +26,7 @@ bool resumable(JobState state) {
 }
 
 bool continuable(JobState state) {
-  return state != JobState::running;
+  return !is_active(state);
 }
 
 std::string continued_prompt(const JobRecord& record, const std::string& instruction) {
@@ -52,6 +56,56 @@ std::string continued_prompt(const JobRecord& record, const std::string& instruc
 }
 
 namespace {
+
+// The node's claim of a dispatched job: its host name, and the scheduler's
+// id from the batch job's environment when the host has not recorded it yet.
+void claim_on_node(JobRecord& stored) {
+  if (!stored.dispatch) throw usage_error("job " + stored.id + " was not dispatched to a scheduler");
+  std::array<char, 256> host{};
+  if (::gethostname(host.data(), host.size() - 1) == 0 && is_host_name(host.data())) {
+    stored.dispatch->node = host.data();
+  }
+  const auto env = util::current_environment();
+  const auto id = env.find("SLURM_JOB_ID");
+  if (stored.dispatch->scheduler_id.empty() && id != env.end() && is_scheduler_id(id->second)) {
+    stored.dispatch->scheduler_id = id->second;
+  }
+}
+
+// `resume` of a dispatched job that ended: queued again (the compare-and-swap
+// lets one resume win) and submitted to its scheduler once more.
+RunOutcome resubmit(const git::Repository& repo, const config::Settings& settings, JobStore& store,
+                    const std::string& id) {
+  const auto queued = store.update(id, [&](JobRecord& stored) {
+    const JobState now = effective_state(stored);
+    if (!resumable(now)) {
+      throw usage_error("job " + stored.id + " is " + state_name(now) + " now; it cannot be resumed");
+    }
+    stored.state = JobState::queued;
+    stored.error.clear();
+    stored.finished_at.clear();
+    stored.dispatch = DispatchRecord{stored.dispatch->engine, "", "", ""};
+  });
+  return submit_queued(repo, settings, store, queued.record);
+}
+
+// The node's end of a dispatched job: cancelled by a SIGTERM that `git
+// mullet stop` did not ask for is the scheduler's doing (scancel from
+// outside, its time limit, preemption, shutdown): interrupted, resumable.
+RunOutcome settle_dispatched(JobStore& store, RunOutcome outcome) {
+  if (outcome.record.state != JobState::cancelled) return outcome;
+  const auto settled = store.update(outcome.record.id, [](JobRecord& stored) {
+    if (stored.state != JobState::cancelled || !stored.dispatch) return;
+    if (stored.dispatch->reason == stop_requested_reason) return;
+    stored.state = JobState::interrupted;
+    stored.dispatch->reason = "SIGTERM from the scheduler";
+    stored.error = "the scheduler ended " + stored.dispatch->engine + " job " + stored.dispatch->scheduler_id +
+                   " before the job ended (scancel, time limit, preemption or shutdown)";
+  });
+  outcome.record = settled.record;
+  outcome.exit_code = static_cast<ExitCode>(exit_code_for(settled.record.state));
+  return outcome;
+}
 
 // The prompt of a resumed run that starts from `result` (empty: the base).
 std::string resumed(const std::string& prompt, const std::string& result) {
@@ -94,7 +148,7 @@ RunOutcome resume_nodes(const git::Repository& repo, const config::Settings& set
                           "; only an interrupted, failed or cancelled job can be resumed",
                       "resume one node of it: git mullet resume " + record.id + "/N");
   };
-  if (effective_state(found.record) == JobState::running) {
+  if (is_active(effective_state(found.record))) {
     throw usage_error("job " + found.record.id + " is still running",
                       "wait for it: git mullet wait " + found.record.id);
   }
@@ -115,7 +169,7 @@ RunOutcome resume_nodes(const git::Repository& repo, const config::Settings& set
   ::umask(022);
 
   const auto claimed = store.update(found.record.id, [&](JobRecord& stored) {
-    if (effective_state(stored) == JobState::running) {
+    if (is_active(effective_state(stored))) {
       throw usage_error("job " + stored.id + " is running now; it cannot be resumed");
     }
     const auto now = wanted(stored);
@@ -162,7 +216,14 @@ RunOutcome resume_job(const git::Repository& repo, const config::Settings& setti
   JobStore store(repo);
   const auto found = store.find(job_name);
   const bool continuing = !request.instruction.empty();
-  const auto takes = [continuing](JobState state) { return continuing ? continuable(state) : resumable(state); };
+  const bool dispatched = request.dispatched;
+  if (!dispatched && !continuing && found.record.dispatch && resumable(effective_state(found.record))) {
+    return resubmit(repo, settings, store, found.record.id);
+  }
+  const auto takes = [continuing, dispatched](JobState state) {
+    if (dispatched) return state == JobState::queued;
+    return continuing ? continuable(state) : resumable(state);
+  };
   const JobState state = effective_state(found.record);
   if (!takes(state)) {
     const std::string wait_hint = "wait for it: git mullet wait " + found.record.id;
@@ -194,6 +255,7 @@ RunOutcome resume_job(const git::Repository& repo, const config::Settings& setti
     stored.finished_at.clear();
     stored.runner = current_runner();
     stored.executor = spec.record;
+    if (dispatched) claim_on_node(stored);
   });
   JobRecord record = claimed.record;
   if (request.on_created) request.on_created(record.id);
@@ -209,7 +271,8 @@ RunOutcome resume_job(const git::Repository& repo, const config::Settings& setti
   // was claimed (found.record may be older).
   const std::string resumed_prompt =
       continuing ? continued_prompt(claimed.record, request.instruction) : resumed(prompt, record.result);
-  return run_to_end(repo, settings, store, record, request, *executor, api, start, resumed_prompt);
+  auto outcome = run_to_end(repo, settings, store, record, request, *executor, api, start, resumed_prompt);
+  return dispatched ? settle_dispatched(store, std::move(outcome)) : outcome;
 }
 
 }  // namespace mullet::jobs

@@ -5,6 +5,7 @@
 
 #include "executors/executor.hpp"
 #include "jobs/api_access.hpp"
+#include "jobs/dispatch.hpp"
 #include "jobs/id.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
@@ -21,6 +22,35 @@
 #include "util/strings.hpp"
 
 namespace mullet::jobs {
+RunOutcome submit_queued(const git::Repository& repo, const config::Settings& settings, JobStore& store,
+                         const JobRecord& record) {
+  const auto engine = make_dispatch_engine(record.dispatch->engine);
+  const std::string dir = util::real_path(repo.common_dir()) + "/mullet/jobs/" + record.id;
+  SubmitRequest submit;
+  submit.binary = util::real_path("/proc/self/exe");
+  submit.repository = util::real_path(repo.work_tree().value_or(repo.git_dir()));
+  submit.job_id = record.id;
+  submit.script_path = dir + "/dispatch.sh";
+  submit.output_path = dir + "/dispatch.log";
+  submit.dispatch = settings.dispatch;
+  submit.time_seconds = settings.limits.job_timeout.count();
+  submit.memory_mb = static_cast<std::int64_t>(settings.limits.memory_mb.count());
+  std::string scheduler_id;
+  try {
+    scheduler_id = engine->submit(submit);
+  } catch (const Error& error) {
+    const auto failed = store.update(record.id, [&](JobRecord& stored) {
+      stored.state = JobState::failed;
+      stored.error = error.what();
+      stored.finished_at = util::now_utc();
+    });
+    return {failed.record, ExitCode::job_failed, error.hint()};
+  }
+  // The node may have claimed it already: only the id is added.
+  const auto submitted =
+      store.update(record.id, [&](JobRecord& stored) { stored.dispatch->scheduler_id = scheduler_id; });
+  return {submitted.record, ExitCode::ok, ""};
+}
 
 RunOutcome run_job(const git::Repository& repo, const config::Settings& settings, const RunRequest& request) {
   // Everything that can be refused is refused before a job exists.
@@ -72,11 +102,17 @@ RunOutcome run_job(const git::Repository& repo, const config::Settings& settings
   record.run_flags = request.run_flags;
   record.nodes = node_records;
   settle_job(record);
+  const bool dispatching = !request.dispatch_engine.empty() && request.dispatch_engine != "local";
+  if (dispatching) {
+    record.state = JobState::queued;
+    record.dispatch = DispatchRecord{request.dispatch_engine, "", "", ""};
+  }
   store.create(record);
   // What this machine started the job with, where no fetch reaches: resume
   // trusts the record's user-only flags only when they match this copy.
   make_private_job_dir(repo, record.id);
   save_local_run_flags(repo, record.id, record.run_flags);
+  if (dispatching) return submit_queued(repo, settings, store, record);
   if (request.on_created) request.on_created(record.id);
   if (!nodes.empty()) return run_nodes_to_end(repo, settings, store, record, request, nodes);
   return run_to_end(repo, settings, store, record, request, *executor, api, request.base, request.prompt);

@@ -5,11 +5,17 @@
 #include "config/settings.hpp"
 #include "git/repository.hpp"
 #include "jobs/run_request.hpp"
+#include "jobs/store.hpp"
 
 namespace mullet::jobs {
 
 // Runs the job. Bad input and an unavailable sandbox are thrown before any
 // job exists; anything after that is recorded in the job and returned.
 RunOutcome run_job(const git::Repository& repo, const config::Settings& settings, const RunRequest& request);
+
+// Submits the queued, dispatched job `record` to its engine and records the
+// scheduler's id; a refused submission ends the job as failed.
+RunOutcome submit_queued(const git::Repository& repo, const config::Settings& settings, JobStore& store,
+                         const JobRecord& record);
 
 }  // namespace mullet::jobs

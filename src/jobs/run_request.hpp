@@ -38,6 +38,11 @@ struct RunRequest {
   std::vector<config::Settings> node_settings;
   // `resume JOB/N`: the one node to run on (0: every node that is not done).
   int node = 0;
+  // A new job: the dispatch engine to submit it to ("slurm"); empty or
+  // "local": run it here.
+  std::string dispatch_engine;
+  // `__run-dispatched`: the node takes up a queued job (and only that).
+  bool dispatched = false;
 };
 
 struct RunOutcome {

@@ -55,7 +55,9 @@ std::string claim_uid_and_run(const git::Repository& repo, const config::Setting
     // On record while the job runs, not only once it ends.
     store.update(record.id, [&](JobRecord& stored) { stored.sandbox_uid = record.sandbox_uid; });
   }
-  const auto save = [&](const JobRecord& now) { store.update(record.id, [&](JobRecord& stored) { stored = now; }); };
+  const auto save = [&](const JobRecord& now) {
+    store.update(record.id, [&](JobRecord& stored) { overwrite_keeping_dispatch(stored, now); });
+  };
   return run_attempts(
       {repo, settings, store, record, request, executor, api, sandbox_uid, job_paths(repo, record.id), save}, start,
       prompt);
@@ -93,7 +95,7 @@ RunOutcome store_final_record(const git::Repository& repo, JobStore& store, JobR
   files["worker.log"] = log_tail(paths.worker_log, log_kept_bytes).value_or("");
   if (auto events = log_tail(paths.events_log, events_kept_bytes)) files["events.jsonl"] = *events;
   const auto finished = store.update(
-      record.id, [&](JobRecord& stored) { stored = record; }, files);
+      record.id, [&](JobRecord& stored) { overwrite_keeping_dispatch(stored, record); }, files);
   return RunOutcome{finished.record, static_cast<ExitCode>(exit_code_for(finished.record.state)), hint};
 }
 

@@ -75,7 +75,7 @@ ShellOutcome open_shell(const git::Repository& repo, const config::Settings& set
                       "take one node's result as a branch (git mullet merge " + found.id +
                           "/N) and start a job from it, or look with git mullet diff " + found.id + "/N");
   }
-  if (effective_state(found) == JobState::running) {
+  if (is_active(effective_state(found))) {
     throw usage_error("job " + found.id + " is running; a shell opens on a job that has ended",
                       "wait for it (git mullet wait " + found.id + ") or stop it (git mullet stop " + found.id + ")");
   }

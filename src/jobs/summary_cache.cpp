@@ -92,6 +92,24 @@ class FieldReader {
   std::string_view m_rest;
 };
 
+// The dispatch fields encode_summary appended, checked as a record's are.
+bool decode_dispatch(FieldReader& fields, JobRecord& summary) {
+  const auto dispatched = fields.text();
+  if (!dispatched) return false;
+  summary.dispatch.reset();
+  if (dispatched->empty()) return true;
+  auto engine = fields.text();
+  auto scheduler_id = fields.text();
+  auto node = fields.text();
+  auto reason = fields.text();
+  if (!engine || !scheduler_id || !node || !reason || *engine != "slurm" || !is_scheduler_id(*scheduler_id) ||
+      !is_host_name(*node)) {
+    return false;
+  }
+  summary.dispatch = DispatchRecord{std::move(*engine), std::move(*scheduler_id), std::move(*node), std::move(*reason)};
+  return true;
+}
+
 }  // namespace
 
 std::string encode_summary(const std::string& record_commit_hex, const JobRecord& summary) {
@@ -120,6 +138,14 @@ std::string encode_summary(const std::string& record_commit_hex, const JobRecord
     append_number(line, summary.changes->files);
     append_number(line, summary.changes->insertions);
     append_number(line, summary.changes->deletions);
+  }
+  // Before the nodes: a line cut short never ends in free text.
+  append_field(line, summary.dispatch ? "1" : "");
+  if (summary.dispatch) {
+    append_field(line, summary.dispatch->engine);
+    append_field(line, summary.dispatch->scheduler_id);
+    append_field(line, summary.dispatch->node);
+    append_field(line, summary.dispatch->reason);
   }
   append_number(line, summary.nodes.size());
   for (const auto& node : summary.nodes) {
@@ -182,6 +208,7 @@ bool decode_summary(std::string_view line, std::string_view record_commit_hex, J
     if (!files || !insertions || !deletions) return false;
     summary.changes = ChangeStats{*files, *insertions, *deletions};
   }
+  if (!decode_dispatch(fields, summary)) return false;
   const auto node_count = fields.number<std::size_t>();
   if (!node_count || *node_count > static_cast<std::size_t>(max_nodes)) return false;
   summary.nodes.clear();

@@ -18,4 +18,6 @@ trap 'rm -rf "$scratch"' EXIT
 # the source and build trees, which are world-readable.
 runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 \
   TMPDIR="$scratch" MULLET_BIN="$MULLET_BIN" MULLET_TEST_CLAUDE="${MULLET_TEST_CLAUDE:-}" \
-  MULLET_TEST_OPENCODE="${MULLET_TEST_OPENCODE:-}" ${ONLY:+ONLY="$ONLY"} bash "$suite"
+  MULLET_TEST_OPENCODE="${MULLET_TEST_OPENCODE:-}" ${ONLY:+ONLY="$ONLY"} \
+  ${SLURM_CONF:+SLURM_CONF="$SLURM_CONF"} ${MULLET_SLURM_CLUSTER:+MULLET_SLURM_CLUSTER="$MULLET_SLURM_CLUSTER"} \
+  bash "$suite"

@@ -90,7 +90,7 @@ TEST_CASE("a new Config holds the built-in defaults") {
   CHECK(settings.run.setup.empty());
   CHECK(settings.run.dependency_dirs == std::vector<std::string>{"node_modules", "vendor", ".venv", "target", "build"});
   CHECK(settings.sandbox.history == History::base);
-  CHECK(config.entries().size() == 36);
+  CHECK(config.entries().size() == 41);
   for (const auto& [key, entry] : config.entries()) {
     INFO(key);
     CHECK(entry.source == Source::built_in);
@@ -641,6 +641,7 @@ const std::vector<IntegerRange>& integer_ranges() {
       {"limits.job_timeout", 1, 2592000}, {"limits.gate_timeout", 1, 2592000}, {"limits.turns", 1, 1000000},
       {"limits.inactivity", 1, 2592000},  {"limits.memory_mb", 1, 1048576},    {"limits.processes", 1, 1048576},
       {"limits.disk_mb", 1, 1048576},     {"limits.file_mb", 1, 1048576},      {"limits.egress_mb", 1, 1048576},
+      {"dispatch.cpus", 1, 4096},
   };
   return ranges;
 }
@@ -648,11 +649,12 @@ const std::vector<IntegerRange>& integer_ranges() {
 // Every string key and its cap in bytes.
 const std::vector<std::pair<const char*, std::size_t>>& string_caps() {
   static const std::vector<std::pair<const char*, std::size_t>> caps = {
-      {"run.executor", 4096},    {"run.command", 65536},        {"run.setup", 65536},
-      {"claude.binary", 4096},   {"claude.base_url", 4096},     {"claude.credential", 4096},
-      {"sandbox.history", 4096}, {"opencode.binary", 4096},     {"opencode.model", 256},
-      {"claude.model", 256},     {"opencode.credential", 4096}, {"sandbox.work_tree", 4096},
-      {"sandbox.cgroup", 4096},
+      {"run.executor", 4096},     {"run.command", 65536},        {"run.setup", 65536},
+      {"claude.binary", 4096},    {"claude.base_url", 4096},     {"claude.credential", 4096},
+      {"sandbox.history", 4096},  {"opencode.binary", 4096},     {"opencode.model", 256},
+      {"claude.model", 256},      {"opencode.credential", 4096}, {"sandbox.work_tree", 4096},
+      {"sandbox.cgroup", 4096},   {"dispatch.engine", 4096},     {"dispatch.partition", 4096},
+      {"dispatch.account", 4096},
   };
   return caps;
 }
@@ -792,10 +794,12 @@ TEST_CASE("strings have a size cap") {
   }
   for (const auto& [key, cap] : string_caps()) {
     INFO("key: " << key);
-    // run.executor, sandbox.history, sandbox.work_tree and sandbox.cgroup
-    // take a few words (or a path) only; their cap still comes first.
+    // run.executor, sandbox.history, sandbox.work_tree, sandbox.cgroup and
+    // dispatch.engine take a few words (or a path) only; their cap still
+    // comes first.
     if (std::string(key) != "run.executor" && std::string(key) != "sandbox.history" &&
-        std::string(key) != "sandbox.work_tree" && std::string(key) != "sandbox.cgroup") {
+        std::string(key) != "sandbox.work_tree" && std::string(key) != "sandbox.cgroup" &&
+        std::string(key) != "dispatch.engine") {
       Config config;
       const auto problems = merge_user(config, toml_line(key, quoted(std::string(cap, 'x'))));
       INFO(messages(problems));

@@ -39,6 +39,7 @@ JobRecord full_summary() {
   record.runner = {12345, 987654321, "00000000-0000-0000-0000-000000000001"};
   record.cost_usd = 0.1 + 0.2;  // a double that prints long
   record.changes = ChangeStats{3, 10, 7};
+  record.dispatch = mullet::jobs::DispatchRecord{"slurm", "12_3", "node-1.example", "TIMEOUT\tthen gone"};
   for (int number = 1; number <= 3; ++number) {
     auto& node = record.nodes.emplace_back();
     node.number = number;
@@ -60,6 +61,7 @@ TEST_CASE("summary cache: a line gives back every field summary_json keeps") {
       record.cost_usd.reset();
       record.changes.reset();
       record.nodes.clear();
+      record.dispatch.reset();
     }
     const std::string line = encode_summary(commit_a, record);
     CHECK(line.find('\n') == std::string::npos);
@@ -77,6 +79,15 @@ TEST_CASE("summary cache: a line of another commit, cut short or altered is not 
   CHECK_FALSE(decode_summary(line, commit_b, decoded));
   CHECK_FALSE(decode_summary(line.substr(0, line.size() - 3), commit_a, decoded));
   CHECK_FALSE(decode_summary(line + "\textra", commit_a, decoded));
+  // The dispatch fields are checked as a record's are.
+  for (const auto& [good, bad] : std::vector<std::pair<std::string, std::string>>{
+           {"\tslurm\t", "\tkube\t"}, {"\t12_3\t", "\t12;3\t"}, {"\tnode-1.example\t", "\tnode 1\t"}}) {
+    std::string altered = line;
+    const auto at = altered.find(good);
+    REQUIRE(at != std::string::npos);
+    altered.replace(at, good.size(), bad);
+    CHECK_FALSE(decode_summary(altered, commit_a, decoded));
+  }
   std::string bad_state = line;
   bad_state.replace(bad_state.find("\tfailed\t"), 8, "\tbogus\t");
   CHECK_FALSE(decode_summary(bad_state, commit_a, decoded));

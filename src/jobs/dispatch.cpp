@@ -1,0 +1,144 @@
+#include "jobs/dispatch.hpp"
+
+#include <algorithm>
+
+#include "jobs/id.hpp"
+#include "util/error.hpp"
+#include "util/fs.hpp"
+#include "util/process.hpp"
+#include "util/strings.hpp"
+
+namespace mullet::jobs {
+namespace {
+
+// sbatch, squeue and scontrol answer within seconds; a hung controller must
+// not hang `list`.
+constexpr int scheduler_deadline_seconds = 30;
+
+std::string program(const std::string& name) {
+  std::string found = util::find_in_path(name, util::host_path());
+  if (found.empty()) {
+    throw failure(name + " was not found in PATH", "install Slurm's client commands (slurm-wlm), or run locally");
+  }
+  return found;
+}
+
+util::CapturedRun run_scheduler(std::vector<std::string> argv) {
+  argv[0] = program(argv[0]);
+  util::SpawnOptions options;
+  options.argv = std::move(argv);
+  options.env = util::current_environment();
+  return util::run_capture(options, {}, {scheduler_deadline_seconds, false});
+}
+
+// A path passed to the scheduler: absolute, one line, no NUL.
+void check_path(const std::string& path, const std::string& what) {
+  if (path.empty() || path[0] != '/' || path.find_first_of(std::string("\n\r\0", 3)) != std::string::npos) {
+    throw failure("the " + what + " '" + util::terminal_safe(path) + "' cannot be given to the scheduler",
+                  "it must be an absolute path on one line");
+  }
+}
+
+SchedulerStatus status_of(const std::string& state) {
+  static const std::vector<std::string> pending = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
+                                                   "RESV_DEL_HOLD"};
+  static const std::vector<std::string> running = {"RUNNING",  "CONFIGURING", "COMPLETING", "SUSPENDED",
+                                                   "RESIZING", "SIGNALING",   "STAGE_OUT",  "STOPPED"};
+  if (std::find(pending.begin(), pending.end(), state) != pending.end()) return SchedulerStatus::pending;
+  if (std::find(running.begin(), running.end(), state) != running.end()) return SchedulerStatus::running;
+  return SchedulerStatus::ended;
+}
+
+class SlurmEngine : public DispatchEngine {
+ public:
+  std::string submit(const SubmitRequest& request) override {
+    util::write_file(request.script_path, batch_script());
+    const auto run = run_scheduler(sbatch_argv(request));
+    if (!run.status.success()) {
+      throw failure("sbatch refused job " + request.job_id + ": " + util::terminal_safe(util::trim(run.err)),
+                    "check [dispatch] in your configuration and that the cluster is up (sinfo)");
+    }
+    // --parsable: "ID" or "ID;CLUSTER".
+    std::string id = util::trim(run.out);
+    id = id.substr(0, id.find(';'));
+    if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
+      throw failure("sbatch answered '" + util::terminal_safe(util::first_line(id, 80)) + "', not a job id");
+    }
+    return id;
+  }
+
+  SchedulerView status(const std::string& scheduler_id) override {
+    util::CapturedRun run;
+    try {
+      run = run_scheduler({"scontrol", "show", "job", "-o", scheduler_id});
+    } catch (const Error&) {
+      return {};
+    }
+    if (run.status.success()) return parse_scontrol_job(util::first_line(run.out, 1U << 16U));
+    // A job it no longer knows (MinJobAge passed, or a controller that lost
+    // its state): ended, for all we can tell.
+    if (run.err.find("Invalid job id") != std::string::npos) {
+      return {SchedulerStatus::ended, "GONE", "the scheduler no longer knows the job", ""};
+    }
+    return {};
+  }
+
+  void cancel(const std::string& scheduler_id) override {
+    const auto run = run_scheduler({"scancel", scheduler_id});
+    if (!run.status.success()) {
+      throw failure("scancel " + scheduler_id + " failed: " + util::terminal_safe(util::trim(run.err)));
+    }
+  }
+};
+
+}  // namespace
+
+std::string batch_script() {
+  return "#!/bin/sh\n# git-mullet: runs its arguments (the binary, __run-dispatched, the job's id)\nexec \"$@\"\n";
+}
+
+std::vector<std::string> sbatch_argv(const SubmitRequest& request) {
+  check_path(request.binary, "git-mullet binary");
+  check_path(request.repository, "repository path");
+  check_path(request.script_path, "batch script path");
+  check_path(request.output_path, "batch output path");
+  if (!is_valid_job_id(request.job_id)) throw failure("internal error: '" + request.job_id + "' is not a job id");
+  const std::int64_t minutes = std::max<std::int64_t>(1, (request.time_seconds + 59) / 60 + 1);
+  std::vector<std::string> argv = {"sbatch",
+                                   "--parsable",
+                                   "--job-name=mullet-" + request.job_id,
+                                   "--chdir=" + request.repository,
+                                   "--output=" + request.output_path,
+                                   "--time=" + std::to_string(minutes),
+                                   "--cpus-per-task=" + std::to_string(request.dispatch.cpus),
+                                   "--ntasks=1"};
+  if (request.memory_mb > 0) argv.push_back("--mem=" + std::to_string(request.memory_mb) + "M");
+  if (!request.dispatch.partition.empty()) argv.push_back("--partition=" + request.dispatch.partition);
+  if (!request.dispatch.account.empty()) argv.push_back("--account=" + request.dispatch.account);
+  for (const auto& extra : request.dispatch.sbatch_args) argv.push_back(extra);
+  // What follows the script is its "$@": no shell parses it.
+  argv.insert(argv.end(), {request.script_path, request.binary, "__run-dispatched", request.job_id});
+  return argv;
+}
+
+SchedulerView parse_scontrol_job(const std::string& line) {
+  SchedulerView view;
+  for (const auto& field : util::split(line, ' ')) {
+    const auto equals = field.find('=');
+    if (equals == std::string::npos) continue;
+    const std::string key = field.substr(0, equals);
+    const std::string value = field.substr(equals + 1);
+    if (key == "JobState") view.state = value;
+    if (key == "Reason") view.reason = value == "None" ? "" : value;
+    if (key == "BatchHost" && value != "(null)") view.node = value;
+  }
+  view.status = view.state.empty() ? SchedulerStatus::unknown : status_of(view.state);
+  return view;
+}
+
+std::unique_ptr<DispatchEngine> make_dispatch_engine(const std::string& name) {
+  if (name == "slurm") return std::make_unique<SlurmEngine>();
+  throw usage_error("unknown dispatch engine '" + util::terminal_safe(name) + "'", "the engines: slurm");
+}
+
+}  // namespace mullet::jobs

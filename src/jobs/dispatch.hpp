@@ -1,0 +1,75 @@
+// Dispatch: a job submitted to a scheduler instead of run here (`run --on
+// slurm`, `[dispatch] engine`). The node the scheduler picks runs
+// `git mullet __run-dispatched ID` against the same repository path, which
+// runs the recorded job as a local one (same walls, same record, same refs).
+//
+// The engine seam is small, so that another scheduler (Kubernetes Jobs,
+// Nomad) can follow Slurm: submit, status, cancel, and the mapping of the
+// scheduler's states onto ours (SchedulerStatus).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/settings.hpp"
+
+namespace mullet::jobs {
+
+// What a dispatched job asks of the scheduler. No user text: the binary,
+// the repository's path and the job's id, each checked before use.
+struct SubmitRequest {
+  std::string binary;      // an absolute path to git-mullet, as the node sees it
+  std::string repository;  // the repository's work tree (or git dir), on a shared file system
+  std::string job_id;
+  std::string script_path;  // where the batch script is written (the job's private dir)
+  std::string output_path;  // the scheduler's log of the batch job
+  config::DispatchSettings dispatch;
+  std::int64_t time_seconds = 0;  // limits.job_timeout
+  std::int64_t memory_mb = 0;     // limits.memory_mb; 0: the scheduler's default
+};
+
+// The scheduler's view of a job, mapped onto ours.
+enum class SchedulerStatus {
+  pending,  // waiting for resources: our `queued`
+  running,  // started on a node: the node's git-mullet claims it
+  ended,    // the scheduler ended it (completed, timeout, node failure, cancelled...) or forgot it
+  unknown,  // the scheduler did not answer (down, unreachable): nothing can be said
+};
+
+struct SchedulerView {
+  SchedulerStatus status = SchedulerStatus::unknown;
+  std::string state;   // the scheduler's own word (PENDING, RUNNING, TIMEOUT, NODE_FAIL...)
+  std::string reason;  // why, when it says
+  std::string node;    // where it runs
+};
+
+class DispatchEngine {
+ public:
+  virtual ~DispatchEngine() = default;
+  // Submits the job; returns the scheduler's id for it. Throws mullet::Error.
+  virtual std::string submit(const SubmitRequest& request) = 0;
+  virtual SchedulerView status(const std::string& scheduler_id) = 0;
+  // Asks the scheduler to end it, queued or running (a running one gets
+  // SIGTERM, which cancels it as a local job). Throws mullet::Error.
+  virtual void cancel(const std::string& scheduler_id) = 0;
+};
+
+// The reason a dispatched job's record holds once `git mullet stop` asked its
+// scheduler to cancel it: the node then ends it `cancelled`; a SIGTERM from
+// the scheduler without it (scancel from outside, time limit, preemption)
+// ends it `interrupted`.
+inline constexpr const char* stop_requested_reason = "git mullet stop";
+
+// "slurm"; throws a usage error for another name.
+std::unique_ptr<DispatchEngine> make_dispatch_engine(const std::string& name);
+
+// The batch script: it runs its arguments (sbatch passes what follows the
+// script as "$@"), so no value of ours is ever parsed by a shell.
+std::string batch_script();
+// sbatch's argv for `request` (pure; the tests read it).
+std::vector<std::string> sbatch_argv(const SubmitRequest& request);
+// `scontrol show job -o`'s one line read into a view (pure).
+SchedulerView parse_scontrol_job(const std::string& line);
+
+}  // namespace mullet::jobs

@@ -1,0 +1,238 @@
+#!/usr/bin/env bash
+# Dispatch to a real Slurm cluster (run --on slurm, issue 18): a single-node
+# cluster of this machine on loopback (tests/lib/with-slurm.sh starts it once
+# for the suite and stops it by pid at the end). Jobs are submitted with
+# sbatch, wait as `queued`, run on the node as local jobs (same record, same
+# refs), and are stopped through scancel.
+if [ -z "${MULLET_SLURM_CLUSTER:-}" ]; then
+  # As root: start the cluster around this suite. The as-user run gets it
+  # from its wrapper (tests/CMakeLists.txt), with SLURM_CONF.
+  if [ "$(id -u)" -eq 0 ]; then exec bash "$(dirname "$0")/../lib/with-slurm.sh" bash "$0" "$@"; fi
+  echo "test_slurm.sh: no cluster: run it as root, or under tests/lib/with-slurm.sh" >&2
+  exit 1
+fi
+source "$(dirname "$0")/../lib/harness.sh"
+
+SCHEMA="$HARNESS_DIR/../../docs/json-schema/git-mullet.schema.json"
+NODE="$(hostname -s)"
+
+valid_job() {
+  local problems
+  problems="$(printf '%s' "$1" | python3 "$HARNESS_DIR/validate_json.py" "$SCHEMA" job 2>&1)" ||
+    fail "${2:-record} does not follow the schema: $problems"
+}
+
+# A user config that dispatches: small enough for the node's memory, CPUS per job.
+slurm_config() {
+  user_config '[dispatch]' 'engine = "slurm"' "cpus = ${1:-1}" '[limits]' 'memory_mb = 512'
+}
+
+# submit ARGS...: `git mullet run --json -q ARGS`, which returns at once with
+# the job queued; sets JOB and JOB_JSON.
+submit() {
+  run_job "$@"
+  assert_eq "$RUN_CODE" 0 "run's exit code ($JOB_JSON)"
+  assert_eq "$(json_field "$JOB_JSON" state)" queued "state after submitting"
+  assert_matches "$(json_get "$JOB_JSON" .dispatch.scheduler_id)" '^[0-9]+$' "the scheduler's id"
+}
+
+scheduler_state() {
+  squeue -h -j "$1" -o %T 2>/dev/null
+}
+
+job_state() {
+  git mullet show --json "$1" | jq -r .state
+}
+
+test_a_dispatched_job_succeeds_and_its_branch_merges() {
+  new_repo repo
+  cd repo
+  slurm_config
+  submit --on slurm -m "write a" --command 'echo dispatched >a'
+  valid_job "$JOB_JSON" "run --json (queued)"
+  expect_exit 0 timeout -k 5 120 git mullet wait --json "$JOB"
+  valid_job "$OUT" "wait --json (dispatched, ended)"
+  assert_eq "$(json_field "$OUT" state)" succeeded "$OUT"
+  assert_eq "$(json_get "$OUT" .dispatch.node)" "$NODE" "the node that ran it"
+  assert_eq "$(json_get "$OUT" .dispatch.scheduler_id)" "$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
+  expect_exit 0 git mullet merge "$JOB"
+  assert_eq "$(git show "mullet/$JOB:a")" dispatched "the file on the job's branch"
+}
+
+test_four_one_cpu_jobs_on_two_cpus_two_wait_queued() {
+  new_repo repo
+  cd repo
+  slurm_config 1
+  local jobs=() n
+  for n in 1 2 3 4; do
+    # The worker's own work takes a while, so that two of them hold both CPUs.
+    submit -m "job $n" --command "sleep 8; echo $n >n$n"
+    jobs+=("$JOB")
+  done
+  wait_until 60 sh -c '[ "$(git mullet list --json | jq "[.[] | select(.state == \"running\")] | length")" = 2 ]'
+  expect_exit 0 git mullet list --json
+  assert_eq "$(json_get "$OUT" '[.[] | select(.state == "queued")] | length')" 2 "queued jobs: $OUT"
+  assert_eq "$(json_get "$OUT" '[.[] | select(.state == "queued") | .dispatch.scheduler_id | test("^[0-9]+$")] | all')" \
+    true "queued jobs show their scheduler id"
+  expect_exit 0 git mullet list
+  assert_contains "$OUT" queued "list"
+  local queued
+  queued="$(git mullet list --json | jq -r 'first(.[] | select(.state == "queued") | .id)')"
+  expect_exit 0 git mullet show "$queued"
+  assert_contains "$OUT" queued "show of a queued job"
+  assert_matches "$OUT" "dispatch +slurm job [0-9]+" "show of a queued job"
+  local running
+  running="$(git mullet list --json | jq -r 'first(.[] | select(.state == "running") | .id)')"
+  expect_exit 0 git mullet show "$running"
+  assert_matches "$OUT" "dispatch +slurm job [0-9]+ on $NODE" "show of a running job"
+  for n in 0 1 2 3; do
+    expect_exit 0 timeout -k 5 180 git mullet wait --json "${jobs[$n]}"
+    assert_eq "$(json_field "$OUT" state)" succeeded "job $((n + 1)): $OUT"
+    expect_exit 0 git mullet merge "${jobs[$n]}"
+    assert_eq "$(git show "mullet/${jobs[$n]}:n$((n + 1))")" "$((n + 1))" "job $((n + 1))'s result"
+  done
+}
+
+test_stop_cancels_a_queued_and_a_running_job_through_the_scheduler() {
+  new_repo repo
+  cd repo
+  # Each job takes both CPUs: the second waits for the first.
+  slurm_config 2
+  local mark
+  mark="$(marker)"
+  submit -m "runs" --command "sleep $mark"
+  local running="$JOB" running_id
+  running_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
+  submit -m "waits" --command "echo never >never"
+  local queued="$JOB" queued_id
+  queued_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
+  wait_until 60 sh -c "[ \"\$(git mullet show --json $running | jq -r .state)\" = running ]"
+  wait_until 60 is_running "sleep $mark"
+  assert_eq "$(scheduler_state "$queued_id")" PENDING "the second job, for the scheduler"
+
+  expect_exit 0 timeout -k 5 60 git mullet stop --json "$queued"
+  assert_eq "$(json_field "$OUT" state)" cancelled "stop of a queued job: $OUT"
+  wait_until 30 sh -c "[ -z \"\$(squeue -h -j $queued_id -o %T 2>/dev/null | grep -v -x -e CANCELLED -e COMPLETED)\" ]"
+
+  expect_exit 0 timeout -k 5 90 git mullet stop --json "$running"
+  assert_eq "$(json_field "$OUT" state)" cancelled "stop of a running job: $OUT"
+  no_process_left "sleep $mark"
+  wait_until 30 sh -c "[ -z \"\$(squeue -h -j $running_id -o %T 2>/dev/null | grep -v -x -e CANCELLED -e COMPLETED)\" ]"
+  # Nothing ran for the queued one.
+  assert_eq "$(job_state "$queued")" cancelled
+  assert_eq "$(git mullet show --json "$queued" | jq -r .result)" null "the queued job's result"
+}
+
+test_a_job_the_scheduler_kills_is_interrupted_and_resume_finishes_it() {
+  new_repo repo
+  cd repo
+  slurm_config
+  local mark
+  mark="$(marker)"
+  # Its first run waits to be killed; resumed from that run's snapshot, it ends.
+  submit -m "killed, then resumed" --command "if [ -e started ]; then echo resumed >done; exit 0; fi; echo 1 >started; sleep $mark"
+  local first_id
+  first_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
+  wait_until 60 is_running "sleep $mark"
+  scancel "$first_id"
+  # wait's exit code for a job that did not end well.
+  expect_exit 1 timeout -k 5 90 git mullet wait --json "$JOB"
+  valid_job "$OUT" "wait --json (interrupted by the scheduler)"
+  assert_eq "$(json_field "$OUT" state)" interrupted "$OUT"
+  assert_contains "$(json_field "$OUT" error)" "the scheduler ended slurm job $first_id" "the error"
+  assert_eq "$(json_get "$OUT" .dispatch.reason)" "SIGTERM from the scheduler"
+  no_process_left "sleep $mark"
+
+  expect_exit 0 git mullet resume --json "$JOB"
+  assert_eq "$(json_field "$OUT" state)" queued "resume of a dispatched job: $OUT"
+  local second_id
+  second_id="$(json_get "$OUT" .dispatch.scheduler_id)"
+  [ "$second_id" != "$first_id" ] || fail "resume did not submit it again ($second_id)"
+  expect_exit 0 timeout -k 5 120 git mullet wait --json "$JOB"
+  assert_eq "$(json_field "$OUT" state)" succeeded "$OUT"
+  expect_exit 0 git mullet merge "$JOB"
+  assert_eq "$(git show "mullet/$JOB:done")" resumed "the resumed run's file"
+}
+
+# A queued job the scheduler ends (scancel from outside) never started: the
+# host maps "ended for the scheduler, queued on record" to interrupted, with
+# the scheduler's words, and resume submits it again.
+test_a_queued_job_the_scheduler_cancels_shows_interrupted() {
+  new_repo repo
+  cd repo
+  slurm_config 2
+  local mark
+  mark="$(marker)"
+  submit -m "holds the node" --command "sleep $mark"
+  local holder="$JOB"
+  submit -m "waits" --command 'echo later >later'
+  local waiting="$JOB" waiting_id
+  waiting_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
+  wait_until 60 is_running "sleep $mark"
+  scancel "$waiting_id"
+  wait_until 30 sh -c "[ \"\$(git mullet show --json $waiting | jq -r .state)\" = interrupted ]"
+  expect_exit 0 git mullet show "$waiting"
+  assert_matches "$OUT" "dispatch +slurm job $waiting_id \\(the scheduler ended slurm job $waiting_id \\(CANCELLED" "show"
+  expect_exit 0 timeout -k 5 90 git mullet stop "$holder"
+  no_process_left "sleep $mark"
+  expect_exit 0 git mullet resume --json "$waiting"
+  assert_eq "$(json_field "$OUT" state)" queued "resume: $OUT"
+  expect_exit 0 timeout -k 5 120 git mullet wait --json "$waiting"
+  assert_eq "$(json_field "$OUT" state)" succeeded "$OUT"
+}
+
+# Issue 18, item 3: no shell string of user text reaches the scheduler or the
+# node. A prompt, a title and sbatch arguments full of shell syntax and
+# newlines run nothing; the batch script is the fixed one, its arguments the
+# binary, __run-dispatched and the job's id.
+test_attack_shell_syntax_in_prompt_title_and_config_runs_nothing() {
+  new_repo repo
+  cd repo
+  local pwned="$TEST_ROOT/pwned-$RANDOM"
+  local evil="x'\"; touch $pwned.1; \$(touch $pwned.2) \`touch $pwned.3\`
+touch $pwned.4
+"
+  user_config '[dispatch]' 'engine = "slurm"' "sbatch_args = [\"--comment=\$(touch $pwned.5); touch $pwned.6\"]" \
+    '[limits]' 'memory_mb = 512'
+  submit -m "$evil" --title "$evil" --command 'echo ok >ok'
+  local scheduler_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
+  expect_exit 0 timeout -k 5 120 git mullet wait --json "$JOB"
+  assert_eq "$(json_field "$OUT" state)" succeeded "$OUT"
+  assert_eq "$(json_field "$OUT" prompt)" "$(printf "%s" "$evil")" "the prompt, kept as given"
+  local n
+  for n in 1 2 3 4 5 6; do assert_absent "$pwned.$n"; done
+  assert_eq "$(cat "$(job_dir "$JOB")/dispatch.sh")" "$(printf '#!/bin/sh\n# git-mullet: runs its arguments (the binary, __run-dispatched, the job'"'"'s id)\nexec "$@"')" \
+    "the batch script"
+  # What the scheduler holds of the job: the script and our three arguments.
+  expect_exit 0 scontrol show job -o "$scheduler_id"
+  assert_contains "$OUT" "Command=$(job_dir "$JOB")/dispatch.sh $(readlink -f "$MULLET_BIN") __run-dispatched $JOB WorkDir=" \
+    "the batch job's command"
+}
+
+# The node side takes only a whole job id, and only a queued job.
+test_run_dispatched_takes_only_a_queued_job_by_its_whole_id() {
+  new_repo repo
+  cd repo
+  run_job -m "local" --command 'echo a >a'
+  local id="$JOB"
+  for bad in "${id:0:6}" "$id; touch x" "../$id" ""; do
+    expect_exit 2 git mullet __run-dispatched "$bad"
+  done
+  expect_exit 2 git mullet __run-dispatched "$id"
+  assert_contains "$ERR" "succeeded"
+  assert_absent x
+}
+
+# --nodes N is not dispatched yet (a job array is the plan): refused before
+# any job exists, saying what to do.
+test_a_job_of_several_nodes_is_refused_for_slurm() {
+  new_repo repo
+  cd repo
+  slurm_config
+  expect_exit 2 git mullet run -m "three" --nodes 3 --command 'echo a >a'
+  assert_contains "$ERR" "cannot be dispatched to slurm yet"
+  expect_exit 0 git mullet list --json
+  assert_eq "$OUT" "[]" "jobs after the refusal"
+}
+
+run_tests

@@ -1,0 +1,110 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "jobs/dispatch.hpp"
+#include "jobs/record.hpp"
+#include "util/error.hpp"
+
+using mullet::Error;
+using mullet::jobs::batch_script;
+using mullet::jobs::parse_scontrol_job;
+using mullet::jobs::sbatch_argv;
+using mullet::jobs::SchedulerStatus;
+using mullet::jobs::SubmitRequest;
+
+namespace {
+
+SubmitRequest request() {
+  SubmitRequest submit;
+  submit.binary = "/usr/bin/git-mullet";
+  submit.repository = "/shared/repo";
+  submit.job_id = "0123456789";
+  submit.script_path = "/shared/repo/.git/mullet/jobs/0123456789/dispatch.sh";
+  submit.output_path = "/shared/repo/.git/mullet/jobs/0123456789/dispatch.log";
+  submit.time_seconds = 3600;
+  submit.memory_mb = 512;
+  submit.dispatch.cpus = 2;
+  return submit;
+}
+
+bool has(const std::vector<std::string>& argv, const std::string& word) {
+  return std::find(argv.begin(), argv.end(), word) != argv.end();
+}
+
+}  // namespace
+
+TEST_CASE("sbatch's argv: the limits become the request, the job's id and paths come after the script") {
+  auto submit = request();
+  submit.dispatch.partition = "gpu";
+  submit.dispatch.account = "team";
+  submit.dispatch.sbatch_args = {"--qos=low", "--comment=a b; $(touch /tmp/x)"};
+  const auto argv = sbatch_argv(submit);
+  CHECK(argv[0] == "sbatch");
+  CHECK(has(argv, "--parsable"));
+  // job_timeout in whole minutes, rounded up, plus one so our wall ends it first.
+  CHECK(has(argv, "--time=61"));
+  CHECK(has(argv, "--mem=512M"));
+  CHECK(has(argv, "--cpus-per-task=2"));
+  CHECK(has(argv, "--partition=gpu"));
+  CHECK(has(argv, "--account=team"));
+  // Each extra argument is one argument, passed as it is.
+  CHECK(has(argv, "--comment=a b; $(touch /tmp/x)"));
+  // No --wrap: a shell string would be parsed on the node.
+  for (const auto& word : argv) CHECK(word.rfind("--wrap", 0) != 0);
+  const std::vector<std::string> tail(argv.end() - 4, argv.end());
+  CHECK(tail == std::vector<std::string>{submit.script_path, submit.binary, "__run-dispatched", submit.job_id});
+}
+
+TEST_CASE("sbatch's argv refuses what a scheduler should not be given") {
+  for (const std::string& bad :
+       std::vector<std::string>{"relative/path", "", "/a\nb", std::string("/a\0b", 4), "/a\rb"}) {
+    auto submit = request();
+    submit.repository = bad;
+    CHECK_THROWS_AS(sbatch_argv(submit), Error);
+  }
+  for (const std::string bad : {"", "01234", "0123456789; rm", "ABCDEFGHIJ", "../../etc"}) {
+    auto submit = request();
+    submit.job_id = bad;
+    CHECK_THROWS_AS(sbatch_argv(submit), Error);
+  }
+}
+
+TEST_CASE("the batch script runs its arguments and interpolates nothing of ours") {
+  const std::string script = batch_script();
+  CHECK(script.rfind("#!/bin/sh\n", 0) == 0);
+  CHECK(script.find("exec \"$@\"") != std::string::npos);
+  // Only "$@" is expanded.
+  CHECK(std::count(script.begin(), script.end(), '$') == 1);
+}
+
+TEST_CASE("scontrol's line maps onto our states") {
+  const auto pending = parse_scontrol_job(
+      "JobId=12 JobName=mullet-0123456789 JobState=PENDING Reason=Resources Dependency=(null) BatchHost=(null)");
+  CHECK(pending.status == SchedulerStatus::pending);
+  CHECK(pending.reason == "Resources");
+  CHECK(pending.node.empty());
+  const auto running = parse_scontrol_job("JobId=12 JobState=RUNNING Reason=None BatchHost=node7");
+  CHECK(running.status == SchedulerStatus::running);
+  CHECK(running.reason.empty());
+  CHECK(running.node == "node7");
+  for (const char* ended : {"COMPLETED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "FAILED", "OUT_OF_MEMORY"}) {
+    INFO(ended);
+    CHECK(parse_scontrol_job(std::string("JobId=12 JobState=") + ended + " Reason=None").status ==
+          SchedulerStatus::ended);
+  }
+  CHECK(parse_scontrol_job("").status == SchedulerStatus::unknown);
+  CHECK(parse_scontrol_job("garbage without fields").status == SchedulerStatus::unknown);
+}
+
+TEST_CASE("scheduler ids and host names a record may hold") {
+  using mullet::jobs::is_host_name;
+  using mullet::jobs::is_scheduler_id;
+  for (const char* good : {"", "1", "123456", "12_3"}) CHECK(is_scheduler_id(good));
+  for (const char* bad : {"a", "1_", "_1", "1_2_3", "1;2", "-1", " 1"}) CHECK_FALSE(is_scheduler_id(bad));
+  CHECK_FALSE(is_scheduler_id(std::string(41, '1')));
+  for (const char* good : {"", "node1", "n-1.example.org"}) CHECK(is_host_name(good));
+  for (const char* bad : {"a b", "a/b", "a\nb", "$(x)"}) CHECK_FALSE(is_host_name(bad));
+}
