@@ -167,6 +167,26 @@ Environment current_environment() {
   return env;
 }
 
+namespace {
+
+// What the child wrote to its report pipe before exec ("step:errno"), or
+// nothing once exec closed the pipe.
+std::string read_child_report(int fd) {
+  std::string message;
+  char buffer[128];
+  while (true) {
+    const ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got > 0) {
+      message.append(buffer, static_cast<std::size_t>(got));
+      continue;
+    }
+    if (got < 0 && errno == EINTR) continue;
+    return message;
+  }
+}
+
+}  // namespace
+
 Child spawn(const SpawnOptions& options) {
   if (options.argv.empty()) throw failure("internal error: spawn without a program");
 
@@ -245,17 +265,7 @@ Child spawn(const SpawnOptions& options) {
   // Ours from here: an exception before the caller has it kills and reaps it.
   Child child(pid, options.new_session);
   report.write_end.reset();
-  std::string message;
-  char buffer[128];
-  while (true) {
-    const ssize_t got = ::read(report.read_end.get(), buffer, sizeof buffer);
-    if (got > 0) {
-      message.append(buffer, static_cast<std::size_t>(got));
-      continue;
-    }
-    if (got < 0 && errno == EINTR) continue;
-    break;
-  }
+  const std::string message = read_child_report(report.read_end.get());
   if (!message.empty()) {
     // It is exiting; the Child reaps it as the exception leaves.
     const auto colon = message.rfind(':');
