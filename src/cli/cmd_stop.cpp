@@ -84,14 +84,17 @@ void stop_here(const jobs::JobStore& store, const jobs::JobRecord& record, std::
 // own final record, which is waited for.
 void stop_dispatched(jobs::JobStore& store, const jobs::JobRecord& record, std::chrono::milliseconds bound) {
   const std::string& id = record.id;
+  const auto engine = jobs::make_dispatch_engine(record.dispatch->engine);
+  const std::string& scheduler_id = record.dispatch->scheduler_id;
+  // The id must be this job's before anything is marked (cancel checks it
+  // again): a record fetched from elsewhere may name anyone's job.
+  if (!scheduler_id.empty()) jobs::require_this_job(engine->status(scheduler_id, id), scheduler_id, id);
   // Marked first: the node that gets the scheduler's SIGTERM ends it
   // cancelled, not interrupted.
   store.update(id, [](jobs::JobRecord& stored) {
     if (stored.dispatch) stored.dispatch->reason = jobs::stop_requested_reason;
   });
-  if (!record.dispatch->scheduler_id.empty()) {
-    jobs::make_dispatch_engine(record.dispatch->engine)->cancel(record.dispatch->scheduler_id);
-  }
+  if (!scheduler_id.empty()) engine->cancel(scheduler_id, id);
   store.update(id, [](jobs::JobRecord& stored) {
     if (stored.state != jobs::JobState::queued) return;
     stored.state = jobs::JobState::cancelled;

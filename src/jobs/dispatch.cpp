@@ -1,6 +1,7 @@
 #include "jobs/dispatch.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "jobs/id.hpp"
 #include "util/error.hpp"
@@ -67,7 +68,32 @@ class SlurmEngine : public DispatchEngine {
     return id;
   }
 
-  SchedulerView status(const std::string& scheduler_id) override {
+  SchedulerView status(const std::string& scheduler_id, const std::string& job_id) override {
+    SchedulerView view = lookup(scheduler_id);
+    if (view.status == SchedulerStatus::unknown || view.state == gone_state) return view;
+    if (view.name != scheduler_job_name(job_id)) {
+      return {SchedulerStatus::ended,
+              "NOT_THIS_JOB",
+              "the scheduler's job " + scheduler_id + " is another job (named " + util::first_line(view.name, 80) + ")",
+              "",
+              view.name,
+              true};
+    }
+    return view;
+  }
+
+  void cancel(const std::string& scheduler_id, const std::string& job_id) override {
+    require_this_job(status(scheduler_id, job_id), scheduler_id, job_id);
+    const auto run = run_scheduler({"scancel", scheduler_id});
+    if (!run.status.success()) {
+      throw failure("scancel " + scheduler_id + " failed: " + util::terminal_safe(util::trim(run.err)));
+    }
+  }
+
+ private:
+  static constexpr const char* gone_state = "GONE";
+
+  SchedulerView lookup(const std::string& scheduler_id) {
     util::CapturedRun run;
     try {
       run = run_scheduler({"scontrol", "show", "job", "-o", scheduler_id});
@@ -78,16 +104,9 @@ class SlurmEngine : public DispatchEngine {
     // A job it no longer knows (MinJobAge passed, or a controller that lost
     // its state): ended, for all we can tell.
     if (run.err.find("Invalid job id") != std::string::npos) {
-      return {SchedulerStatus::ended, "GONE", "the scheduler no longer knows the job", ""};
+      return {SchedulerStatus::ended, gone_state, "the scheduler no longer knows the job", "", "", false};
     }
     return {};
-  }
-
-  void cancel(const std::string& scheduler_id) override {
-    const auto run = run_scheduler({"scancel", scheduler_id});
-    if (!run.status.success()) {
-      throw failure("scancel " + scheduler_id + " failed: " + util::terminal_safe(util::trim(run.err)));
-    }
   }
 };
 
@@ -106,7 +125,7 @@ std::vector<std::string> sbatch_argv(const SubmitRequest& request) {
   const std::int64_t minutes = std::max<std::int64_t>(1, (request.time_seconds + 59) / 60 + 1);
   std::vector<std::string> argv = {"sbatch",
                                    "--parsable",
-                                   "--job-name=mullet-" + request.job_id,
+                                   "--job-name=" + scheduler_job_name(request.job_id),
                                    "--chdir=" + request.repository,
                                    "--output=" + request.output_path,
                                    "--time=" + std::to_string(minutes),
@@ -121,13 +140,28 @@ std::vector<std::string> sbatch_argv(const SubmitRequest& request) {
   return argv;
 }
 
+void require_this_job(const SchedulerView& view, const std::string& scheduler_id, const std::string& job_id) {
+  if (!view.foreign && view.status != SchedulerStatus::unknown) return;
+  throw refused_error(
+      "the scheduler's job " + scheduler_id + " is not known to be job " + job_id +
+          (view.foreign ? " (it is named '" + util::terminal_safe(view.name) + "')" : "") + "; nothing was cancelled",
+      "a record fetched from elsewhere may name any id; see it with: scontrol show job " + scheduler_id);
+}
+
+std::string scheduler_job_name(const std::string& job_id) {
+  return "mullet-" + job_id;
+}
+
 SchedulerView parse_scontrol_job(const std::string& line) {
   SchedulerView view;
+  std::set<std::string> seen;
   for (const auto& field : util::split(line, ' ')) {
     const auto equals = field.find('=');
     if (equals == std::string::npos) continue;
     const std::string key = field.substr(0, equals);
     const std::string value = field.substr(equals + 1);
+    if (!seen.insert(key).second) continue;
+    if (key == "JobName") view.name = value;
     if (key == "JobState") view.state = value;
     if (key == "Reason") view.reason = value == "None" ? "" : value;
     if (key == "BatchHost" && value != "(null)") view.node = value;

@@ -42,6 +42,10 @@ struct SchedulerView {
   std::string state;   // the scheduler's own word (PENDING, RUNNING, TIMEOUT, NODE_FAIL...)
   std::string reason;  // why, when it says
   std::string node;    // where it runs
+  std::string name;    // the scheduler's name for it: ours are "mullet-<job id>"
+  // The id names a job that is not this one (a record fetched from elsewhere
+  // may name any id on the cluster): never cancelled, and seen as ended.
+  bool foreign = false;
 };
 
 class DispatchEngine {
@@ -49,10 +53,13 @@ class DispatchEngine {
   virtual ~DispatchEngine() = default;
   // Submits the job; returns the scheduler's id for it. Throws mullet::Error.
   virtual std::string submit(const SubmitRequest& request) = 0;
-  virtual SchedulerView status(const std::string& scheduler_id) = 0;
+  // The scheduler's view of `scheduler_id`, which must be job `job_id`'s.
+  virtual SchedulerView status(const std::string& scheduler_id, const std::string& job_id) = 0;
   // Asks the scheduler to end it, queued or running (a running one gets
-  // SIGTERM, which cancels it as a local job). Throws mullet::Error.
-  virtual void cancel(const std::string& scheduler_id) = 0;
+  // SIGTERM, which cancels it as a local job). Refuses, cancelling nothing,
+  // unless the scheduler names that id as job `job_id`'s. Throws
+  // mullet::Error.
+  virtual void cancel(const std::string& scheduler_id, const std::string& job_id) = 0;
 };
 
 // The reason a dispatched job's record holds once `git mullet stop` asked its
@@ -69,7 +76,14 @@ std::unique_ptr<DispatchEngine> make_dispatch_engine(const std::string& name);
 std::string batch_script();
 // sbatch's argv for `request` (pure; the tests read it).
 std::vector<std::string> sbatch_argv(const SubmitRequest& request);
-// `scontrol show job -o`'s one line read into a view (pure).
+// Refuses (mullet::Error) unless `view` is the scheduler's answer for job
+// `job_id`'s own `scheduler_id`: never one that names another job, nor one
+// the scheduler did not answer for.
+void require_this_job(const SchedulerView& view, const std::string& scheduler_id, const std::string& job_id);
+// The name a job is submitted under.
+std::string scheduler_job_name(const std::string& job_id);
+// `scontrol show job -o`'s one line read into a view (pure). The first of
+// each field counts: later ones (WorkDir, Command, StdOut) hold paths.
 SchedulerView parse_scontrol_job(const std::string& line);
 
 }  // namespace mullet::jobs

@@ -85,7 +85,7 @@ bool scheduler_decides(const JobRecord& record) {
 
 JobState effective_state(const JobRecord& record) {
   if (scheduler_decides(record)) {
-    const auto view = make_dispatch_engine(record.dispatch->engine)->status(record.dispatch->scheduler_id);
+    const auto view = make_dispatch_engine(record.dispatch->engine)->status(record.dispatch->scheduler_id, record.id);
     // Pending or running, or no answer: as the record says.
     return view.status == SchedulerStatus::ended ? JobState::interrupted : record.state;
   }
@@ -97,7 +97,7 @@ std::string interrupted_reason(const JobRecord& record) {
   if (!record.dispatch) return "";
   if (!record.dispatch->reason.empty()) return record.dispatch->reason;
   if (record.dispatch->scheduler_id.empty()) return "";
-  const auto view = make_dispatch_engine(record.dispatch->engine)->status(record.dispatch->scheduler_id);
+  const auto view = make_dispatch_engine(record.dispatch->engine)->status(record.dispatch->scheduler_id, record.id);
   if (view.status != SchedulerStatus::ended) return "";
   return "the scheduler ended " + record.dispatch->engine + " job " + record.dispatch->scheduler_id + " (" +
          view.state + (view.reason.empty() ? "" : ": " + view.reason) + ") before the job ended";

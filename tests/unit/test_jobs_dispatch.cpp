@@ -99,6 +99,28 @@ TEST_CASE("scontrol's line maps onto our states") {
   CHECK(parse_scontrol_job("garbage without fields").status == SchedulerStatus::unknown);
 }
 
+TEST_CASE("scontrol's line: the job's name is read, and a path that spells a field later on changes nothing") {
+  const auto view = parse_scontrol_job(
+      "JobId=12 JobName=mullet-0123456789 JobState=RUNNING Reason=None BatchHost=node7 "
+      "WorkDir=/repos/x JobState=COMPLETED JobName=mullet-9999999999 BatchHost=elsewhere Reason=Forged");
+  CHECK(view.name == "mullet-0123456789");
+  CHECK(view.status == SchedulerStatus::running);
+  CHECK(view.node == "node7");
+  CHECK(view.reason.empty());
+  CHECK(mullet::jobs::scheduler_job_name("0123456789") == view.name);
+}
+
+TEST_CASE("only the scheduler's answer for this job's own id lets it be cancelled") {
+  using mullet::jobs::require_this_job;
+  using mullet::jobs::SchedulerView;
+  SchedulerView ours{SchedulerStatus::running, "RUNNING", "", "node7", "mullet-0123456789", false};
+  CHECK_NOTHROW(require_this_job(ours, "12", "0123456789"));
+  SchedulerView foreign{SchedulerStatus::ended, "NOT_THIS_JOB", "", "", "nightly-backup", true};
+  CHECK_THROWS_WITH(require_this_job(foreign, "12", "0123456789"),
+                    doctest::Contains("is not known to be job 0123456789 (it is named 'nightly-backup')"));
+  CHECK_THROWS_WITH(require_this_job(SchedulerView{}, "12", "0123456789"), doctest::Contains("nothing was cancelled"));
+}
+
 TEST_CASE("scheduler ids and host names a record may hold") {
   using mullet::jobs::is_host_name;
   using mullet::jobs::is_scheduler_id;
