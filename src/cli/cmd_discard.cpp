@@ -73,7 +73,7 @@ std::uint64_t discard_one(const git::Repository& repo, jobs::JobStore& store, co
                           const std::optional<jobs::StoredJob>& job, bool force, const std::string& cgroup_setting) {
   stop_if_running(id, job, force);
   // What a runner killed before its end left of the job's sandboxes.
-  jobs::remove_job_cgroups(id, cgroup_setting);
+  jobs::remove_job_cgroups(repo, id, cgroup_setting);
   const std::string root = jobs::job_paths(repo, id).root;
   const std::uint64_t held = util::exists(root) ? util::disk_usage(root) : 0;
   util::remove_tree(root);
@@ -154,7 +154,7 @@ int discard(const DiscardOptions& options) {
     state_of(store, id, job);
     freed += discard_one(repo, store, id, job, options.force, cgroup_setting);
   }
-  jobs::sweep_stale_cgroups(store, cgroup_setting);
+  jobs::sweep_stale_cgroups(repo, store, cgroup_setting);
   if (running_skipped > 0) {
     std::cerr << "git mullet: left " << running_skipped << " running job" << (running_skipped == 1 ? "" : "s")
               << " alone\nhint: stop " << (running_skipped == 1 ? "it" : "them")

@@ -1,5 +1,6 @@
 #include "jobs/layout.hpp"
 
+#include "jobs/stale_cgroups.hpp"
 #include "util/fs.hpp"
 
 namespace mullet::jobs {
@@ -31,14 +32,14 @@ JobPaths paths_below(const std::string& root) {
 
 JobPaths job_paths(const git::Repository& repo, const std::string& id) {
   JobPaths paths = paths_below(jobs_directory(repo) + "/" + id);
-  paths.cgroup_name = id;
+  paths.cgroup_name = job_cgroup_name(cgroup_repository_key(repo), id);
   return paths;
 }
 
 JobPaths node_paths(const git::Repository& repo, const std::string& id, int number) {
   JobPaths paths = paths_below(jobs_directory(repo) + "/" + id + "/nodes/" + std::to_string(number));
   paths.below = "nodes/" + std::to_string(number);
-  paths.cgroup_name = id + "-" + std::to_string(number);
+  paths.cgroup_name = node_cgroup_name(cgroup_repository_key(repo), id, number);
   return paths;
 }
 

@@ -28,7 +28,7 @@ struct JobPaths {
   std::string executor_files;  // files the executor generated (read-only inside)
   std::string empty_file;      // bound over what a sandbox must not see
   std::string gate;            // a gate's checkout, made afresh for each gate
-  std::string cgroup_name;     // its sandboxes' cgroup (sandbox/cgroup.hpp): "<id>", or "<id>-<N>" for a node
+  std::string cgroup_name;  // its sandboxes' cgroup (sandbox/cgroup.hpp): "<key>.<id>", or "<key>.<id>-<N>" for a node
 };
 
 // The directories one sandbox gets: the job's clone, or a gate's checkout.

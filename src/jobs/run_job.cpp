@@ -84,7 +84,7 @@ RunOutcome run_job(const git::Repository& repo, const config::Settings& settings
 
   JobStore store(repo);
   // What runs of this repository's jobs killed before their end left.
-  sweep_stale_cgroups(store, settings.sandbox.cgroup);
+  sweep_stale_cgroups(repo, store, settings.sandbox.cgroup);
   JobRecord record;
   record.id = new_job_id();
   // The whole first line: what reads it cuts it to its room.

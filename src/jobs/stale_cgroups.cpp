@@ -6,14 +6,21 @@
 #include <cerrno>
 #include <charconv>
 
+#include <git2.h>
+
+#include "git/handles.hpp"
 #include "jobs/id.hpp"
 #include "jobs/liveness.hpp"
 #include "sandbox/cgroup.hpp"
+#include "util/error.hpp"
+#include "util/fs.hpp"
+#include "util/strings.hpp"
 
 namespace mullet::jobs {
 namespace {
 
 constexpr std::string_view shell_infix = "-shell-";
+constexpr std::size_t repository_key_length = 8;
 // A sandbox's cgroup is empty only for the moments before its first process
 // joins and after its end; one empty for longer is a leftover.
 constexpr std::int64_t idle_seconds = 60;
@@ -40,7 +47,10 @@ std::vector<sandbox::CgroupHost> hosts_for(const std::string& setting) {
   return hosts;
 }
 
-bool stale(const JobStore& store, const sandbox::CgroupHost& host, const std::string& name, const CgroupOwner& owner) {
+bool stale(const std::string& key, const JobStore& store, const sandbox::CgroupHost& host, const std::string& name,
+           const CgroupOwner& owner) {
+  // Another repository's job of the same id may be running right now.
+  if (owner.repository != key) return sandbox::job_cgroup_idle(host, name, idle_seconds);
   if (owner.shell_pid > 0) return ::kill(owner.shell_pid, 0) != 0 && errno == ESRCH;
   std::optional<StoredJob> job;
   try {
@@ -54,9 +64,32 @@ bool stale(const JobStore& store, const sandbox::CgroupHost& host, const std::st
 
 }  // namespace
 
-std::optional<CgroupOwner> cgroup_owner(const std::string& name) {
+std::string cgroup_repository_key(const git::Repository& repo) {
+  const std::string path = util::real_path(repo.common_dir());
+  git_oid oid;
+  if (git_odb_hash(&oid, path.data(), path.size(), GIT_OBJECT_BLOB) < 0) {
+    throw failure("cannot hash the repository's path " + util::terminal_safe(path));
+  }
+  return git::oid_to_string(oid).substr(0, repository_key_length);
+}
+
+std::string job_cgroup_name(const std::string& key, const std::string& id) {
+  return key + "." + id;
+}
+
+std::string node_cgroup_name(const std::string& key, const std::string& id, int number) {
+  return job_cgroup_name(key, id) + "-" + std::to_string(number);
+}
+
+std::optional<CgroupOwner> cgroup_owner(const std::string& full_name) {
+  const std::size_t id_at = repository_key_length + 1;
+  if (full_name.size() < id_at || full_name[repository_key_length] != '.' ||
+      full_name.find_first_not_of("0123456789abcdef") != repository_key_length) {
+    return std::nullopt;
+  }
+  const std::string name = full_name.substr(id_at);
   if (name.size() < job_id_length || !is_valid_job_id(name.substr(0, job_id_length))) return std::nullopt;
-  CgroupOwner owner{name.substr(0, job_id_length), 0};
+  CgroupOwner owner{full_name.substr(0, repository_key_length), name.substr(0, job_id_length), 0};
   const std::string_view rest = std::string_view(name).substr(job_id_length);
   if (rest.empty()) return owner;
   if (rest.substr(0, shell_infix.size()) == shell_infix) {
@@ -67,24 +100,28 @@ std::optional<CgroupOwner> cgroup_owner(const std::string& name) {
   return std::nullopt;
 }
 
-std::string shell_cgroup_name(const std::string& id) {
-  return id + std::string(shell_infix) + std::to_string(::getpid());
+std::string shell_cgroup_name(const std::string& key, const std::string& id) {
+  return job_cgroup_name(key, id) + std::string(shell_infix) + std::to_string(::getpid());
 }
 
-void sweep_stale_cgroups(const JobStore& store, const std::string& setting) {
+void sweep_stale_cgroups(const git::Repository& repo, const JobStore& store, const std::string& setting) {
+  const std::string key = cgroup_repository_key(repo);
   for (const auto& host : hosts_for(setting)) {
     for (const auto& name : sandbox::job_cgroup_names(host)) {
       const auto owner = cgroup_owner(name);
-      if (owner && stale(store, host, name, *owner)) sandbox::remove_job_cgroup(host, name);
+      if (owner && stale(key, store, host, name, *owner)) sandbox::remove_job_cgroup(host, name);
     }
   }
 }
 
-void remove_job_cgroups(const std::string& id, const std::string& setting) {
+void remove_job_cgroups(const git::Repository& repo, const std::string& id, const std::string& setting) {
+  const std::string key = cgroup_repository_key(repo);
   for (const auto& host : hosts_for(setting)) {
     for (const auto& name : sandbox::job_cgroup_names(host)) {
       const auto owner = cgroup_owner(name);
-      if (owner && owner->job == id && owner->shell_pid == 0) sandbox::remove_job_cgroup(host, name);
+      if (owner && owner->repository == key && owner->job == id && owner->shell_pid == 0) {
+        sandbox::remove_job_cgroup(host, name);
+      }
     }
   }
 }

@@ -10,29 +10,42 @@
 
 namespace mullet::jobs {
 
-// Whose cgroup a name under <hierarchy>/git-mullet/ is: "<id>" or
-// "<id>-<N>" (a node) is a job's; "<id>-shell-<pid>" a `shell` sandbox's,
-// which lives as long as that process. nullopt: no name of ours.
+// Cgroups are the host's, shared by every repository, and a record's id is
+// only unique within its repository (a copied or fetched record has another
+// repository's): each name starts with its repository's key, 8 hex digits
+// of a hash of the repository's real common dir, and a repository sweeps and
+// removes only its own.
+std::string cgroup_repository_key(const git::Repository& repo);
+
+// Whose cgroup a name under <hierarchy>/git-mullet/ is: "<key>.<id>" or
+// "<key>.<id>-<N>" (a node) is a job's; "<key>.<id>-shell-<pid>" a `shell`
+// sandbox's, which lives as long as that process. nullopt: no name of ours.
 struct CgroupOwner {
+  std::string repository;  // its cgroup_repository_key
   std::string job;
   int shell_pid = 0;  // 0: the job's own sandboxes
   bool operator==(const CgroupOwner&) const = default;
 };
 std::optional<CgroupOwner> cgroup_owner(const std::string& name);
 
+// The cgroup names of job `id` of the repository whose key is `key`, and of
+// its node `number`.
+std::string job_cgroup_name(const std::string& key, const std::string& id);
+std::string node_cgroup_name(const std::string& key, const std::string& id, int number);
 // The cgroup name of a `shell` sandbox over job `id`, run by this process.
-std::string shell_cgroup_name(const std::string& id);
+std::string shell_cgroup_name(const std::string& key, const std::string& id);
 
 // Removes (killing what is left inside) every cgroup of a job of this
 // repository that is not running, and of a shell whose process is gone.
-// Cgroups of jobs this store does not know (another repository's) stay
-// unless they are idle (empty, made over a minute ago: sandbox/cgroup.hpp),
-// as a deleted repository's are.
+// Another repository's cgroups, and those of jobs this store does not know,
+// stay unless they are idle (empty, made over a minute ago:
+// sandbox/cgroup.hpp), as a deleted repository's are.
 // `setting`: the user's [sandbox] cgroup ("off" still sweeps what "auto"
 // would have made).
-void sweep_stale_cgroups(const JobStore& store, const std::string& setting);
+void sweep_stale_cgroups(const git::Repository& repo, const JobStore& store, const std::string& setting);
 
-// Removes job `id`'s cgroups (its own and its nodes'), for discard.
-void remove_job_cgroups(const std::string& id, const std::string& setting);
+// Removes job `id`'s cgroups (its own and its nodes') in this repository,
+// for discard.
+void remove_job_cgroups(const git::Repository& repo, const std::string& id, const std::string& setting);
 
 }  // namespace mullet::jobs

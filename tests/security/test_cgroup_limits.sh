@@ -31,11 +31,20 @@ assert_enforcement() {
   fi
 }
 
+# cgroup_of JOB: the name of the current repository's job JOB's cgroup:
+# "<key>.<id>", the key the first 8 hex digits of the hash git gives the
+# repository's real common dir as a blob.
+cgroup_of() {
+  local common
+  common="$(cd "$(git rev-parse --git-common-dir)" && pwd -P)"
+  echo "$(printf '%s' "$common" | git hash-object --stdin | cut -c1-8).$1"
+}
+
 # assert_no_cgroup_of JOB: nothing of the job's sandboxes is left in either
-# hierarchy.
+# hierarchy, whichever repository's.
 assert_no_cgroup_of() {
   local left
-  left="$(ls -d "$MEMORY_CGROUPS/$1"* "$PIDS_CGROUPS/$1"* 2>/dev/null || true)"
+  left="$(ls -d "$MEMORY_CGROUPS/"*".$1"* "$PIDS_CGROUPS/"*".$1"* 2>/dev/null || true)"
   [ -z "$left" ] || fail "the job's cgroups outlived it: $left"
 }
 
@@ -181,14 +190,14 @@ start_and_kill() {
   dir="$(job_dir "$JOB")"
   wait_until 30 job_has "$dir" up.marker
   if as_root; then
-    assert_exists "$MEMORY_CGROUPS/$JOB"
-    assert_exists "$PIDS_CGROUPS/$JOB"
+    assert_exists "$MEMORY_CGROUPS/$(cgroup_of "$JOB")"
+    assert_exists "$PIDS_CGROUPS/$(cgroup_of "$JOB")"
   fi
   kill -9 "$(runner_pid)"
   wait "$bg" 2>/dev/null || true
   if as_root; then
-    wait_until 10 sh -c "[ -z \"\$(cat $PIDS_CGROUPS/$JOB/cgroup.procs)\" ]"
-    assert_exists "$MEMORY_CGROUPS/$JOB"
+    wait_until 10 sh -c "[ -z \"\$(cat $PIDS_CGROUPS/$(cgroup_of "$JOB")/cgroup.procs)\" ]"
+    assert_exists "$MEMORY_CGROUPS/$(cgroup_of "$JOB")"
   fi
 }
 
@@ -212,10 +221,10 @@ test_the_sweep_leaves_cgroups_of_jobs_it_does_not_know() {
     [ "$(sec_jq 'd["phases"][0]["memory_peak_bytes"]')" = null ] || fail "a memory peak recorded without a cgroup"
     return
   fi
-  # Another repository's job (an id this store does not have, just made, as
-  # a sandbox's is before its first process joins) and a name of no job:
-  # neither is this run's to remove.
-  OTHER="$(od -An -N5 -tx1 /dev/urandom | tr -d ' \n')"
+  # Another repository's job (another key, an id this store does not have,
+  # just made, as a sandbox's is before its first process joins) and a name
+  # of no job: neither is this run's to remove.
+  OTHER="0badcafe.$(od -An -N5 -tx1 /dev/urandom | tr -d ' \n')"
   NOT_A_JOB="not-a-job-$(sec_random)"
   trap 'rmdir "$MEMORY_CGROUPS/$OTHER" "$MEMORY_CGROUPS/$NOT_A_JOB" 2>/dev/null || true' EXIT
   mkdir "$MEMORY_CGROUPS/$OTHER" "$MEMORY_CGROUPS/$NOT_A_JOB"
@@ -230,6 +239,64 @@ test_the_sweep_leaves_cgroups_of_jobs_it_does_not_know() {
   sec_run "finish"
   [ ! -e "$MEMORY_CGROUPS/$OTHER" ] || fail "an idle cgroup of an unknown job was left: $MEMORY_CGROUPS/$OTHER"
   assert_exists "$MEMORY_CGROUPS/$NOT_A_JOB"
+}
+
+# forge_ended JOB: rewrites the current repository's record of JOB (job.json
+# and the summary line) to say it failed, as a copied or fetched record may.
+forge_ended() {
+  local ref="refs/mullet/jobs/$1" commit blob tree message parents=()
+  commit="$(git rev-parse "$ref")"
+  blob="$(git cat-file blob "$commit:job.json" |
+    jq -c '.state = "failed" | .finished_at = .created_at | .error = "forged"' | git hash-object -w --stdin)"
+  tree="$(git ls-tree "$commit" | awk -v blob="$blob" -F '\t' \
+    '$2 == "job.json" { split($1, f, " "); print f[1] " " f[2] " " blob "\t" $2; next } { print }' | git mktree)"
+  message="$(git log -1 --format=%B "$commit" | sed 's/"state":"running"/"state":"failed"/')"
+  for parent in $(git rev-list --parents -n 1 "$commit" | cut -d' ' -f2-); do parents+=(-p "$parent"); done
+  git update-ref "$ref" "$(git commit-tree "$tree" "${parents[@]}" -m "$message")" "$commit" ||
+    fail "the forged record did not replace the copied one"
+}
+
+# Attack: job ids are unique in one repository only. Another repository
+# holding a record of the same id (copied from this one, and saying it
+# ended) sweeps and discards: the job running here, its processes and its
+# cgroups are untouched.
+test_another_repositorys_record_of_a_running_job_never_touches_it() {
+  new_repo a
+  cd a
+  sec_config '[limits]' 'memory_mb = 256' 'timeout = 120'
+  local n
+  n=$((9300000 + RANDOM * 10))
+  git mullet run -q -m "runs on" --command "echo up > /mullet/work/up.marker; sleep $n" >/dev/null 2>&1 &
+  local bg=$! dir
+  wait_until 30 sh -c 'git for-each-ref refs/mullet/jobs/ | grep -q .'
+  JOB="$(git for-each-ref --format='%(refname:lstrip=3)' refs/mullet/jobs/)"
+  dir="$(job_dir "$JOB")"
+  wait_until 30 job_has "$dir" up.marker
+  # sec_run sets JOB: the id is kept apart.
+  local id="$JOB" mine
+  mine="$(cgroup_of "$id")"
+  cd ..
+  new_repo b
+  cd b
+  git fetch -q ../a 'refs/mullet/*:refs/mullet/*' || fail "fetching a's records"
+  forge_ended "$id"
+  assert_eq "$(git mullet show --json "$id" | jq -r .state)" failed "b's record of the job"
+  sec_run "finish"
+  sec_assert_state succeeded exit
+  git mullet discard --force "$id" >/dev/null || fail "b could not discard its record"
+  cd ../a
+  is_running "sleep $n" || fail "a's worker was killed by b's sweep or discard"
+  JOB="$id"
+  assert_eq "$(git mullet show --json "$JOB" | jq -r .state)" running "a's job"
+  if as_root; then
+    assert_exists "$MEMORY_CGROUPS/$mine"
+    assert_exists "$PIDS_CGROUPS/$mine"
+  fi
+  kill -9 "$(runner_pid)"
+  wait "$bg" 2>/dev/null || true
+  git mullet discard --force "$JOB" >/dev/null
+  assert_no_cgroup_of "$JOB"
+  no_process_left "sleep $n"
 }
 
 run_tests
