@@ -223,22 +223,6 @@ test_run_dispatched_takes_only_a_queued_job_by_its_whole_id() {
   assert_absent x
 }
 
-# forge_scheduler_id JOB ID: rewrites JOB's record (its job.json and summary
-# line) to name scheduler job ID, as a record fetched from elsewhere may.
-forge_scheduler_id() {
-  local ref="refs/mullet/jobs/$1" commit blob tree message parents=()
-  commit="$(git rev-parse "$ref")"
-  blob="$(git cat-file blob "$commit:job.json" | jq -c --arg id "$2" '.dispatch.scheduler_id = $id' |
-    git hash-object -w --stdin)"
-  tree="$(git ls-tree "$commit" | awk -v blob="$blob" -F '\t' \
-    '$2 == "job.json" { split($1, f, " "); print f[1] " " f[2] " " blob "\t" $2; next } { print }' | git mktree)"
-  # The summary line is the message's last.
-  message="$(git log -1 --format=%B "$commit" | sed 's/"scheduler_id":"[0-9_]*"/"scheduler_id":"'"$2"'"/')"
-  for parent in $(git rev-list --parents -n 1 "$commit" | cut -d' ' -f2-); do parents+=(-p "$parent"); done
-  git update-ref "$ref" "$(git commit-tree "$tree" "${parents[@]}" -m "$message")" "$commit" ||
-    fail "the forged record did not replace the real one"
-}
-
 # Attack: a record naming another job's scheduler id (anyone's on the
 # cluster) makes `stop` cancel nothing; the other job runs on, and the record
 # is not marked as stopped.
@@ -254,7 +238,8 @@ test_attack_a_record_naming_another_scheduler_job_cancels_nothing() {
   submit -m "queued" --command 'echo never >never'
   real_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
   wait_until 60 sh -c "[ \"\$(squeue -h -j $other -o %T)\" = RUNNING ]"
-  forge_scheduler_id "$JOB" "$other"
+  rewrite_record "$JOB" ".dispatch.scheduler_id = \"$other\"" \
+    's/"scheduler_id":"[0-9_]*"/"scheduler_id":"'"$other"'"/'
   assert_eq "$(git mullet show --json "$JOB" | jq -r .dispatch.scheduler_id)" "$other" "the forged record"
 
   # The scheduler says the id is another job's: this one is not queued there

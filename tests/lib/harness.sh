@@ -222,6 +222,23 @@ job_has() {
   [ -e "$1/upper/$2" ] || [ -e "$1/work/$2" ] || [ -e "$1/fuse-layers/upper/$2" ]
 }
 
+# rewrite_record JOB JQ SED: replaces the current repository's record of JOB
+# by a commit whose job.json is the old one through the jq filter JQ, and
+# whose message (the summary line is its last) is the old one through the
+# sed expression SED: a record as one copied or fetched from elsewhere may
+# say.
+rewrite_record() {
+  local ref="refs/mullet/jobs/$1" commit blob tree message parent parents=()
+  commit="$(git rev-parse "$ref")"
+  blob="$(git cat-file blob "$commit:job.json" | jq -c "$2" | git hash-object -w --stdin)"
+  tree="$(git ls-tree "$commit" | awk -v blob="$blob" -F '\t' \
+    '$2 == "job.json" { split($1, f, " "); print f[1] " " f[2] " " blob "\t" $2; next } { print }' | git mktree)"
+  message="$(git log -1 --format=%B "$commit" | sed "$3")"
+  for parent in $(git rev-list --parents -n 1 "$commit" | cut -d' ' -f2-); do parents+=(-p "$parent"); done
+  git update-ref "$ref" "$(git commit-tree "$tree" "${parents[@]}" -m "$message")" "$commit" ||
+    fail "the rewritten record did not replace $1's"
+}
+
 # mullet_traces: everything git-mullet keeps in the current repository (refs
 # under refs/mullet, the discard log, scratch directories), for "nothing was
 # changed" comparisons.

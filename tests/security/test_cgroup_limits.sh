@@ -241,21 +241,6 @@ test_the_sweep_leaves_cgroups_of_jobs_it_does_not_know() {
   assert_exists "$MEMORY_CGROUPS/$NOT_A_JOB"
 }
 
-# forge_ended JOB: rewrites the current repository's record of JOB (job.json
-# and the summary line) to say it failed, as a copied or fetched record may.
-forge_ended() {
-  local ref="refs/mullet/jobs/$1" commit blob tree message parents=()
-  commit="$(git rev-parse "$ref")"
-  blob="$(git cat-file blob "$commit:job.json" |
-    jq -c '.state = "failed" | .finished_at = .created_at | .error = "forged"' | git hash-object -w --stdin)"
-  tree="$(git ls-tree "$commit" | awk -v blob="$blob" -F '\t' \
-    '$2 == "job.json" { split($1, f, " "); print f[1] " " f[2] " " blob "\t" $2; next } { print }' | git mktree)"
-  message="$(git log -1 --format=%B "$commit" | sed 's/"state":"running"/"state":"failed"/')"
-  for parent in $(git rev-list --parents -n 1 "$commit" | cut -d' ' -f2-); do parents+=(-p "$parent"); done
-  git update-ref "$ref" "$(git commit-tree "$tree" "${parents[@]}" -m "$message")" "$commit" ||
-    fail "the forged record did not replace the copied one"
-}
-
 # Attack: job ids are unique in one repository only. Another repository
 # holding a record of the same id (copied from this one, and saying it
 # ended) sweeps and discards: the job running here, its processes and its
@@ -279,7 +264,8 @@ test_another_repositorys_record_of_a_running_job_never_touches_it() {
   new_repo b
   cd b
   git fetch -q ../a 'refs/mullet/*:refs/mullet/*' || fail "fetching a's records"
-  forge_ended "$id"
+  rewrite_record "$id" '.state = "failed" | .finished_at = .created_at | .error = "copied"' \
+    's/"state":"running"/"state":"failed"/'
   assert_eq "$(git mullet show --json "$id" | jq -r .state)" failed "b's record of the job"
   sec_run "finish"
   sec_assert_state succeeded exit
