@@ -62,12 +62,6 @@ class DispatchEngine {
   virtual void cancel(const std::string& scheduler_id, const std::string& job_id) = 0;
 };
 
-// The reason a dispatched job's record holds once `git mullet stop` asked its
-// scheduler to cancel it: the node then ends it `cancelled`; a SIGTERM from
-// the scheduler without it (scancel from outside, time limit, preemption)
-// ends it `interrupted`.
-inline constexpr const char* stop_requested_reason = "git mullet stop";
-
 // "slurm"; throws a usage error for another name.
 std::unique_ptr<DispatchEngine> make_dispatch_engine(const std::string& name);
 

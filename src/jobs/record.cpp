@@ -542,7 +542,13 @@ bool is_host_name(const std::string& text) {
 void overwrite_keeping_dispatch(JobRecord& stored, const JobRecord& now) {
   auto dispatch = std::move(stored.dispatch);
   stored = now;
-  if (dispatch) stored.dispatch = std::move(dispatch);
+  if (!dispatch) return;
+  stored.dispatch = std::move(dispatch);
+  if (stored.state != JobState::cancelled || stored.dispatch->reason == stop_requested_reason) return;
+  stored.state = JobState::interrupted;
+  stored.dispatch->reason = "SIGTERM from the scheduler";
+  stored.error = "the scheduler ended " + stored.dispatch->engine + " job " + stored.dispatch->scheduler_id +
+                 " before the job ended (scancel, time limit, preemption or shutdown)";
 }
 
 bool is_active(JobState state) {

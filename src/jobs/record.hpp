@@ -160,9 +160,18 @@ struct DispatchRecord {
   bool operator==(const DispatchRecord&) const = default;
 };
 
+// The reason a dispatched job's record holds once `git mullet stop` asked its
+// scheduler to cancel it: the node then ends it `cancelled`; a SIGTERM from
+// the scheduler without it (scancel from outside, time limit, preemption)
+// ends it `interrupted`.
+inline constexpr const char* stop_requested_reason = "git mullet stop";
+
 struct JobRecord;
 // `stored = now`, but a dispatched job's `dispatch` stays as stored: the host
-// writes its part (a stop's mark) while the node runs the job.
+// writes its part (a stop's mark) while the node runs the job. A dispatched
+// job that `now` says was cancelled without that mark was ended by its
+// scheduler: it is stored interrupted, in the same write, so no reader ever
+// sees it cancelled first.
 void overwrite_keeping_dispatch(JobRecord& stored, const JobRecord& now);
 
 struct JobRecord {

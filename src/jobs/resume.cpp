@@ -89,24 +89,6 @@ RunOutcome resubmit(const git::Repository& repo, const config::Settings& setting
   return submit_queued(repo, settings, store, queued.record);
 }
 
-// The node's end of a dispatched job: cancelled by a SIGTERM that `git
-// mullet stop` did not ask for is the scheduler's doing (scancel from
-// outside, its time limit, preemption, shutdown): interrupted, resumable.
-RunOutcome settle_dispatched(JobStore& store, RunOutcome outcome) {
-  if (outcome.record.state != JobState::cancelled) return outcome;
-  const auto settled = store.update(outcome.record.id, [](JobRecord& stored) {
-    if (stored.state != JobState::cancelled || !stored.dispatch) return;
-    if (stored.dispatch->reason == stop_requested_reason) return;
-    stored.state = JobState::interrupted;
-    stored.dispatch->reason = "SIGTERM from the scheduler";
-    stored.error = "the scheduler ended " + stored.dispatch->engine + " job " + stored.dispatch->scheduler_id +
-                   " before the job ended (scancel, time limit, preemption or shutdown)";
-  });
-  outcome.record = settled.record;
-  outcome.exit_code = static_cast<ExitCode>(exit_code_for(settled.record.state));
-  return outcome;
-}
-
 // The prompt of a resumed run that starts from `result` (empty: the base).
 std::string resumed(const std::string& prompt, const std::string& result) {
   return prompt + (result.empty() ? std::string()
@@ -271,8 +253,7 @@ RunOutcome resume_job(const git::Repository& repo, const config::Settings& setti
   // was claimed (found.record may be older).
   const std::string resumed_prompt =
       continuing ? continued_prompt(claimed.record, request.instruction) : resumed(prompt, record.result);
-  auto outcome = run_to_end(repo, settings, store, record, request, *executor, api, start, resumed_prompt);
-  return dispatched ? settle_dispatched(store, std::move(outcome)) : outcome;
+  return run_to_end(repo, settings, store, record, request, *executor, api, start, resumed_prompt);
 }
 
 }  // namespace mullet::jobs

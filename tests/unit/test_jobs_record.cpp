@@ -665,3 +665,40 @@ TEST_CASE("a phase's kernel-counted memory peak is written, read back, null with
   CHECK(damaged_field([](json& r) { r["phases"][0]["memory_peak_bytes"] = -1; }) == "phases[0].memory_peak_bytes");
   CHECK(damaged_field([](json& r) { r["phases"][0]["memory_peak_bytes"] = "big"; }) == "phases[0].memory_peak_bytes");
 }
+
+TEST_CASE("a node's write keeps the host's dispatch fields and settles a cancel the host did not ask for") {
+  using mullet::jobs::DispatchRecord;
+  using mullet::jobs::overwrite_keeping_dispatch;
+  JobRecord now;
+  now.id = "0123456789";
+  now.state = JobState::cancelled;
+  now.error = "cancelled by signal";
+
+  // A SIGTERM from the scheduler: interrupted, in the same write.
+  JobRecord stored;
+  stored.dispatch = DispatchRecord{"slurm", "12", "node7", ""};
+  overwrite_keeping_dispatch(stored, now);
+  CHECK(stored.state == JobState::interrupted);
+  CHECK(stored.dispatch->node == "node7");
+  CHECK(stored.dispatch->reason == "SIGTERM from the scheduler");
+  CHECK(stored.error.find("the scheduler ended slurm job 12") == 0);
+
+  // `git mullet stop` marked it first: cancelled, as asked.
+  JobRecord stopped;
+  stopped.dispatch = DispatchRecord{"slurm", "12", "node7", mullet::jobs::stop_requested_reason};
+  overwrite_keeping_dispatch(stopped, now);
+  CHECK(stopped.state == JobState::cancelled);
+  CHECK(stopped.error == "cancelled by signal");
+
+  // Any other end, and a job run where it was started, as written.
+  JobRecord local;
+  overwrite_keeping_dispatch(local, now);
+  CHECK(local.state == JobState::cancelled);
+  CHECK_FALSE(local.dispatch.has_value());
+  JobRecord failed = now;
+  failed.state = JobState::failed;
+  JobRecord dispatched;
+  dispatched.dispatch = DispatchRecord{"slurm", "12", "", ""};
+  overwrite_keeping_dispatch(dispatched, failed);
+  CHECK(dispatched.state == JobState::failed);
+}
