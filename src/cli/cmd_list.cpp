@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <iostream>
 #include <memory>
 #include <tuple>
@@ -29,25 +30,38 @@ std::string shown_state(const jobs::JobSummary& job) {
   return job.damage.empty() ? jobs::state_name(jobs::effective_state(job.record)) : damaged_state;
 }
 
+// A job in the list's order, with its creation time (every job's is needed
+// to order them, and the shown ones' again for their age).
+struct Listed {
+  const jobs::JobSummary* job = nullptr;
+  std::optional<std::int64_t> created_ms;  // unset for a damaged record, whose times are not trusted
+};
+
 // Newest first: by creation time to the millisecond, then by the
-// repository's sequence (two jobs in one tick), then by id; damaged records,
-// whose times are not trusted, last. The order is of pointers into `jobs`:
-// summaries are large, and ten thousand of them are not moved to be listed.
-std::vector<const jobs::JobSummary*> newest_first(const std::vector<jobs::JobSummary>& jobs) {
-  // Each key once: parsing a time costs more than comparing.
-  using Key = std::tuple<bool, std::int64_t, std::int64_t>;
-  std::vector<std::pair<Key, const jobs::JobSummary*>> keyed;
+// repository's sequence (two jobs in one tick), then by id; damaged records
+// last. The order is of pointers into `jobs`: summaries are large, and ten
+// thousand of them are not moved to be listed.
+std::vector<Listed> newest_first(const std::vector<jobs::JobSummary>& jobs) {
+  struct Keyed {
+    bool trusted;
+    std::int64_t created_ms;
+    std::int64_t sequence;
+    Listed listed;
+  };
+  std::vector<Keyed> keyed;
   keyed.reserve(jobs.size());
   for (const auto& job : jobs) {
-    const auto created = job.damage.empty() ? util::parse_utc_ms(job.record.created_at) : std::nullopt;
-    keyed.emplace_back(Key{job.damage.empty(), created.value_or(0), job.record.sequence}, &job);
+    const bool trusted = job.damage.empty();
+    const auto created = trusted ? job.created_ms : std::nullopt;
+    keyed.push_back(Keyed{trusted, created.value_or(0), job.record.sequence, Listed{&job, created}});
   }
-  std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second->id < b.second->id;
+  std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
+    const auto key = [](const Keyed& k) { return std::tie(k.trusted, k.created_ms, k.sequence); };
+    return key(a) != key(b) ? key(a) > key(b) : a.listed.job->id < b.listed.job->id;
   });
-  std::vector<const jobs::JobSummary*> order;
+  std::vector<Listed> order;
   order.reserve(keyed.size());
-  for (const auto& entry : keyed) order.push_back(entry.second);
+  for (const auto& entry : keyed) order.push_back(entry.listed);
   return order;
 }
 
@@ -96,11 +110,27 @@ std::string cut_to_width(const std::string& text, std::size_t width) {
 
 constexpr std::size_t table_columns = 7;
 
+// "+12 -3", made without temporaries (ten thousand rows).
+std::string change_counts(const jobs::ChangeStats& changes) {
+  char insertions[24];
+  char deletions[24];
+  char* insertions_end = std::to_chars(std::begin(insertions), std::end(insertions), changes.insertions).ptr;
+  char* deletions_end = std::to_chars(std::begin(deletions), std::end(deletions), changes.deletions).ptr;
+  std::string text;
+  text.reserve(static_cast<std::size_t>(insertions_end - insertions + deletions_end - deletions) + 3);
+  text += '+';
+  text.append(std::begin(insertions), insertions_end);
+  text += " -";
+  text.append(std::begin(deletions), deletions_end);
+  return text;
+}
+
 // Appends the job's row: id, state, age, duration, cost, changes and title
 // (or what is damaged). Only the last cell is the job's own text (a fetched
 // record's: anyone's): it is made safe here, before it is measured; the
 // others are ours.
-void append_row(std::vector<std::string>& cells, const jobs::JobSummary& job, std::int64_t now_ms) {
+void append_row(std::vector<std::string>& cells, const Listed& listed, std::int64_t now_ms) {
+  const auto& job = *listed.job;
   const auto& record = job.record;
   if (!job.damage.empty()) {
     for (const char* cell : {"", damaged_state, "-", "-", "-", "-"}) cells.emplace_back(cell);
@@ -108,7 +138,7 @@ void append_row(std::vector<std::string>& cells, const jobs::JobSummary& job, st
     cells.push_back(util::terminal_safe(job.damage));
     return;
   }
-  const auto created = util::parse_utc_ms(record.created_at);
+  const auto& created = listed.created_ms;
   const auto finished = util::parse_utc_ms(record.finished_at);
   const jobs::JobState state = jobs::effective_state(record);
   cells.push_back(job.id);
@@ -122,9 +152,7 @@ void append_row(std::vector<std::string>& cells, const jobs::JobSummary& job, st
     cells.emplace_back("-");
   }
   cells.push_back(record.cost_usd ? "$" + util::format_decimal(*record.cost_usd, 2) : "-");
-  cells.push_back(record.changes ? "+" + std::to_string(record.changes->insertions) + " -" +
-                                       std::to_string(record.changes->deletions)
-                                 : "-");
+  cells.push_back(record.changes ? change_counts(*record.changes) : "-");
   // A job of several nodes is one line, its title led by how its nodes did.
   cells.push_back(util::terminal_safe(record.nodes.empty() ? record.title
                                                            : "[" + jobs::nodes_summary(record) + "] " + record.title));
@@ -132,7 +160,7 @@ void append_row(std::vector<std::string>& cells, const jobs::JobSummary& job, st
 
 // One line per job; on a terminal a header and titles cut to the width.
 // Piped, no header, so every line is a job.
-std::string table(const std::vector<const jobs::JobSummary*>& jobs) {
+std::string table(const std::vector<Listed>& jobs) {
   const std::size_t columns = terminal_columns();
   std::vector<std::string> cells;
   cells.reserve((jobs.size() + 1) * table_columns);
@@ -142,7 +170,7 @@ std::string table(const std::vector<const jobs::JobSummary*>& jobs) {
     }
   }
   const std::int64_t now = util::epoch_ms();
-  for (const auto* job : jobs) append_row(cells, *job, now);
+  for (const auto& listed : jobs) append_row(cells, listed, now);
   std::vector<std::size_t> widths(table_columns - 1, 0);
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const std::size_t column = i % table_columns;
@@ -177,8 +205,8 @@ int list(const ListOptions& options) {
   const bool none_at_all = summaries.empty();
   auto jobs = newest_first(summaries);
   if (!states.empty()) {
-    std::erase_if(jobs, [&](const auto* job) {
-      return std::find(states.begin(), states.end(), shown_state(*job)) == states.end();
+    std::erase_if(jobs, [&](const Listed& listed) {
+      return std::find(states.begin(), states.end(), shown_state(*listed.job)) == states.end();
     });
   }
   if (options.count > 0 && jobs.size() > static_cast<std::size_t>(options.count)) {
@@ -186,8 +214,8 @@ int list(const ListOptions& options) {
   }
   if (options.json) {
     nlohmann::json array = nlohmann::json::array();
-    for (const auto* listed : jobs) {
-      const auto& job = *listed;
+    for (const auto& listed : jobs) {
+      const auto& job = *listed.job;
       if (!job.damage.empty()) {
         array.push_back({{"id", job.id}, {"state", damaged_state}, {"error", job.damage}});
         continue;

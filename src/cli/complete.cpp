@@ -14,8 +14,7 @@ namespace mullet::cli {
 namespace {
 
 // Whether `command` takes this job (what it would refuse is not offered).
-bool accepts(const std::string& command, const jobs::JobRecord& record, jobs::JobState state) {
-  const bool has_result = !record.result.empty();
+bool accepts(const std::string& command, bool has_result, jobs::JobState state) {
   if (command == "merge") return state != jobs::JobState::running && has_result;
   if (command == "diff") return has_result;
   if (command == "resume") return jobs::resumable(state);
@@ -52,15 +51,14 @@ int complete_jobs(const std::string& command) {
         continue;
       }
       const auto state = jobs::effective_state(job.record);
-      if (accepts(command, job.record, state)) {
+      if (accepts(command, !job.record.result.empty(), state)) {
         out += job.id + "\t" + jobs::state_name(state) + " " + one_field(job.record.title) + "\n";
       }
       // A node of a job of several, where the command takes one: JOB/N.
       if (!takes_nodes(command)) continue;
       for (const auto& node : job.record.nodes) {
-        const auto view = jobs::node_view(job.record, node.number);
-        const auto node_state = jobs::effective_state(view);
-        if (!accepts(command, view, node_state)) continue;
+        const auto node_state = jobs::effective_node_state(job.record, node);
+        if (!accepts(command, !node.result.empty(), node_state)) continue;
         out += job.id + "/" + std::to_string(node.number) + "\t" + jobs::state_name(node_state) + " node " +
                std::to_string(node.number) + " of " + one_field(job.record.title) + "\n";
       }

@@ -76,14 +76,15 @@ namespace {
 
 // Whether the scheduler's view decides: a dispatched job not ended whose
 // runner, if any, is on another machine (on this one its pid tells).
-bool scheduler_decides(const JobRecord& record) {
+template <typename Record>
+bool scheduler_decides(const Record& record) {
   if (!record.dispatch || record.dispatch->scheduler_id.empty() || !is_active(record.state)) return false;
   return record.state == JobState::queued || record.runner.boot_id != boot_id();
 }
 
-}  // namespace
-
-JobState effective_state(const JobRecord& record) {
+// For a whole record and its summary alike: the fields are the same.
+template <typename Record>
+JobState effective_state_of(const Record& record) {
   if (scheduler_decides(record)) {
     const auto view = make_dispatch_engine(record.dispatch->engine)->status(record.dispatch->scheduler_id, record.id);
     // Pending or running, or no answer: as the record says.
@@ -91,6 +92,15 @@ JobState effective_state(const JobRecord& record) {
   }
   if (record.state == JobState::running && !runner_alive(record.runner)) return JobState::interrupted;
   return record.state;
+}
+
+}  // namespace
+
+JobState effective_state(const JobRecord& record) {
+  return effective_state_of(record);
+}
+JobState effective_state(const RecordSummary& summary) {
+  return effective_state_of(summary);
 }
 
 std::string interrupted_reason(const JobRecord& record) {

@@ -18,6 +18,7 @@ bool runner_alive(const RunnerRecord& runner);
 // scheduler says: one the scheduler ended (timeout, node failure,
 // preemption, cancelled) or forgot is "interrupted".
 JobState effective_state(const JobRecord& record);
+JobState effective_state(const RecordSummary& summary);
 // Why a dispatched job shows as interrupted, in the scheduler's words; empty
 // for a local job, or when the scheduler still has it.
 std::string interrupted_reason(const JobRecord& record);

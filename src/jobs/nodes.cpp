@@ -145,22 +145,42 @@ void settle_job(JobRecord& job) {
   job.error = "no node passed every gate (" + util::join(each, "; ") + ")";
 }
 
-JobState effective_node_state(const JobRecord& job, const NodeRecord& node) {
+namespace {
+
+// For a whole record and its summary alike: the fields are the same.
+template <typename Record, typename Node>
+JobState effective_node_state_of(const Record& job, const Node& node) {
   if (node.state == JobState::running && !runner_alive(job.runner)) return JobState::interrupted;
   return node.state;
 }
 
-std::string nodes_summary(const JobRecord& job) {
+template <typename Record>
+std::string nodes_summary_of(const Record& job) {
   std::size_t passed = 0;
   std::size_t running = 0;
   for (const auto& node : job.nodes) {
-    const JobState state = effective_node_state(job, node);
+    const JobState state = effective_node_state_of(job, node);
     if (state == JobState::succeeded) ++passed;
     if (state == JobState::running) ++running;
   }
   const std::string count = "/" + std::to_string(job.nodes.size());
   if (running > 0) return std::to_string(running) + count + " running";
   return std::to_string(passed) + count + " passed";
+}
+
+}  // namespace
+
+JobState effective_node_state(const JobRecord& job, const NodeRecord& node) {
+  return effective_node_state_of(job, node);
+}
+JobState effective_node_state(const RecordSummary& job, const NodeSummary& node) {
+  return effective_node_state_of(job, node);
+}
+std::string nodes_summary(const JobRecord& job) {
+  return nodes_summary_of(job);
+}
+std::string nodes_summary(const RecordSummary& job) {
+  return nodes_summary_of(job);
 }
 
 }  // namespace mullet::jobs

@@ -47,7 +47,9 @@ void settle_job(JobRecord& job);
 
 // A node's state as shown: running with its job's runner gone is interrupted.
 JobState effective_node_state(const JobRecord& job, const NodeRecord& node);
+JobState effective_node_state(const RecordSummary& job, const NodeSummary& node);
 // "3/4 passed", or "2/4 running" while nodes run.
 std::string nodes_summary(const JobRecord& job);
+std::string nodes_summary(const RecordSummary& job);
 
 }  // namespace mullet::jobs

@@ -828,22 +828,51 @@ JobRecord record_from_json(const nlohmann::json& json, const std::string& job) {
   return record;
 }
 
-nlohmann::json summary_json(const JobRecord& record) {
-  nlohmann::json full = to_json(record);
-  nlohmann::json summary;
-  for (const char* key : {"format", "id", "title", "state", "base", "result", "executor", "sequence", "created_at",
-                          "finished_at", "error", "runner", "cost_usd", "changes"}) {
-    summary[key] = full[key];
-  }
-  // `list` shows a job of several nodes as "3/4 passed".
-  if (!record.nodes.empty()) {
-    nlohmann::json nodes = nlohmann::json::array();
-    for (const auto& node : full["nodes"])
-      nodes.push_back({{"number", node["number"]}, {"state", node["state"]}, {"result", node["result"]}});
-    summary["nodes"] = nodes;
-  }
-  if (record.dispatch) summary["dispatch"] = full["dispatch"];
+RecordSummary summary_of(const JobRecord& record) {
+  RecordSummary summary{record.format,     record.id,          record.title,         record.state,
+                        record.base,       record.result,      record.executor.name, record.sequence,
+                        record.created_at, record.finished_at, record.error,         record.runner,
+                        record.cost_usd,   record.changes,     record.dispatch,      {}};
+  summary.nodes.reserve(record.nodes.size());
+  for (const auto& node : record.nodes) summary.nodes.push_back({node.number, node.state, node.result});
   return summary;
+}
+
+// Written as to_json writes the same fields: a summary read back from a
+// commit message is read by record_from_json.
+nlohmann::json summary_json(const RecordSummary& summary) {
+  nlohmann::json json = {
+      {"format", summary.format},
+      {"id", summary.id},
+      {"title", line(summary.title, max_title_bytes)},
+      {"state", state_name(summary.state)},
+      {"base", summary.base},
+      {"result", null_if_empty(summary.result)},
+      {"executor", summary.executor},
+      {"sequence", summary.sequence},
+      {"created_at", summary.created_at},
+      {"finished_at", null_if_empty(summary.finished_at)},
+      {"error", null_if_empty(summary.error)},
+      {"runner",
+       {{"pid", summary.runner.pid}, {"start_ticks", summary.runner.start_ticks}, {"boot_id", summary.runner.boot_id}}},
+      {"cost_usd", cost_json(summary.cost_usd)},
+      {"changes", changes_json(summary.changes)}};
+  // `list` shows a job of several nodes as "3/4 passed".
+  if (!summary.nodes.empty()) {
+    nlohmann::json nodes = nlohmann::json::array();
+    for (const auto& node : summary.nodes) {
+      if (nodes.size() == static_cast<std::size_t>(max_nodes)) break;
+      nodes.push_back(
+          {{"number", node.number}, {"state", state_name(node.state)}, {"result", null_if_empty(node.result)}});
+    }
+    json["nodes"] = nodes;
+  }
+  if (summary.dispatch) json["dispatch"] = dispatch_json(*summary.dispatch);
+  return json;
+}
+
+nlohmann::json summary_json(const JobRecord& record) {
+  return summary_json(summary_of(record));
 }
 
 }  // namespace mullet::jobs

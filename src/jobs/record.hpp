@@ -250,7 +250,39 @@ nlohmann::json to_json(const JobRecord& record);
 JobRecord record_from_json(const nlohmann::json& json, const std::string& job = {});
 // True for a full lowercase hex object id.
 bool is_object_id(const std::string& text);
-// The small subset `list` needs, kept in the record commit's message.
+
+// A node as its job's summary names it.
+struct NodeSummary {
+  int number = 0;
+  JobState state = JobState::running;
+  std::string result;
+};
+
+// The small subset of a record `list` needs (what it shows and orders by,
+// and what tells whether a running job still runs), kept in the record
+// commit's message. `list` holds one for every job, so it is a type of its
+// own, a twentieth of a JobRecord's size with nothing allocated by default.
+struct RecordSummary {
+  int format = 1;
+  std::string id;
+  std::string title;
+  JobState state = JobState::running;
+  std::string base;
+  std::string result;
+  std::string executor;  // its name
+  std::int64_t sequence = 0;
+  std::string created_at;
+  std::string finished_at;
+  std::string error;
+  RunnerRecord runner;
+  std::optional<double> cost_usd;
+  std::optional<ChangeStats> changes;
+  std::optional<DispatchRecord> dispatch;
+  std::vector<NodeSummary> nodes;
+};
+
+RecordSummary summary_of(const JobRecord& record);
+nlohmann::json summary_json(const RecordSummary& summary);
 nlohmann::json summary_json(const JobRecord& record);
 
 }  // namespace mullet::jobs

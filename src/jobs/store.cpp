@@ -14,6 +14,7 @@
 #include "git/handles.hpp"
 #include "jobs/id.hpp"
 #include "jobs/summary_cache.hpp"
+#include "util/clock.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/fs.hpp"
@@ -151,13 +152,14 @@ std::vector<JobSummary> JobStore::summaries() const {
       if (!target) throw DamagedRecord(summary.id, "its ref", "is not a direct reference");
       const std::string commit_hex = git::oid_to_string(*target);
       if (!cache.find(commit_hex, summary.record) || summary.record.id != summary.id) {
-        summary.record = JobRecord();
+        summary.record = RecordSummary();
         const auto commit = record_commit(m_repo.get(), *target, summary.id);
         const auto json = nlohmann::json::parse(commit_summary_line(commit.get()), nullptr, false);
         if (json.is_discarded()) throw DamagedRecord(summary.id, "the summary line", "is not JSON");
-        summary.record = record_from_json(json, summary.id);
+        summary.record = summary_of(record_from_json(json, summary.id));
         cache.remember(commit_hex, summary.record);
       }
+      summary.created_ms = util::parse_utc_ms(summary.record.created_at);
     } catch (const DamagedRecord& damaged) {
       summary.damage = damaged.field() + " " + damaged.problem();
     }

@@ -27,9 +27,12 @@ inline constexpr const char* discarded_ref = "refs/mullet/discarded";
 // One line of `list`: the summary from the record commit's message, or what
 // is wrong with it.
 struct JobSummary {
-  std::string id;  // from the ref's name
-  JobRecord record;
+  std::string id;      // from the ref's name
   std::string damage;  // empty unless the record is damaged
+  // record.created_at read while it is at hand: `list` orders every job by
+  // it. Unset for a damaged record or a time that is not one.
+  std::optional<std::int64_t> created_ms;
+  RecordSummary record;
 };
 
 struct StoredJob {

@@ -93,7 +93,7 @@ class FieldReader {
 };
 
 // The dispatch fields encode_summary appended, checked as a record's are.
-bool decode_dispatch(FieldReader& fields, JobRecord& summary) {
+bool decode_dispatch(FieldReader& fields, RecordSummary& summary) {
   const auto dispatched = fields.text();
   if (!dispatched) return false;
   summary.dispatch.reset();
@@ -112,7 +112,7 @@ bool decode_dispatch(FieldReader& fields, JobRecord& summary) {
 
 }  // namespace
 
-std::string encode_summary(const std::string& record_commit_hex, const JobRecord& summary) {
+std::string encode_summary(const std::string& record_commit_hex, const RecordSummary& summary) {
   std::string line = record_commit_hex;
   append_field(line, summary.id);
   append_number(line, summary.format);
@@ -120,7 +120,7 @@ std::string encode_summary(const std::string& record_commit_hex, const JobRecord
   append_field(line, state_name(summary.state));
   append_field(line, summary.base);
   append_field(line, summary.result);
-  append_field(line, summary.executor.name);
+  append_field(line, summary.executor);
   append_number(line, summary.sequence);
   append_field(line, summary.created_at);
   append_field(line, summary.finished_at);
@@ -156,7 +156,7 @@ std::string encode_summary(const std::string& record_commit_hex, const JobRecord
   return line;
 }
 
-bool decode_summary(std::string_view line, std::string_view record_commit_hex, JobRecord& summary) {
+bool decode_summary(std::string_view line, std::string_view record_commit_hex, RecordSummary& summary) {
   if (line.substr(0, record_commit_hex.size()) != record_commit_hex) return false;
   FieldReader fields(line.substr(record_commit_hex.size()));
   auto id = fields.text();
@@ -187,7 +187,7 @@ bool decode_summary(std::string_view line, std::string_view record_commit_hex, J
   summary.state = *state;
   summary.base = std::move(*base);
   summary.result = std::move(*result);
-  summary.executor.name = std::move(*executor);
+  summary.executor = std::move(*executor);
   summary.sequence = *sequence;
   summary.created_at = std::move(*created_at);
   summary.finished_at = std::move(*finished_at);
@@ -266,7 +266,7 @@ std::optional<std::string_view> SummaryCache::line_for(const std::string& record
   return found->second;
 }
 
-bool SummaryCache::find(const std::string& record_commit_hex, JobRecord& summary) {
+bool SummaryCache::find(const std::string& record_commit_hex, RecordSummary& summary) {
   const auto line = line_for(record_commit_hex);
   if (!line || !decode_summary(*line, record_commit_hex, summary)) return false;
   m_kept.push_back(*line);
@@ -274,7 +274,7 @@ bool SummaryCache::find(const std::string& record_commit_hex, JobRecord& summary
   return true;
 }
 
-void SummaryCache::remember(const std::string& record_commit_hex, const JobRecord& summary) {
+void SummaryCache::remember(const std::string& record_commit_hex, const RecordSummary& summary) {
   m_kept.push_back(m_added.emplace_back(encode_summary(record_commit_hex, summary)));
 }
 

@@ -24,8 +24,8 @@ namespace mullet::jobs {
 // One cache line for `summary` (the fields summary_json keeps), and back
 // into the summary fields of `summary`; false for a line that is not one
 // encode_summary wrote for that commit (`summary` is then partly written).
-std::string encode_summary(const std::string& record_commit_hex, const JobRecord& summary);
-bool decode_summary(std::string_view line, std::string_view record_commit_hex, JobRecord& summary);
+std::string encode_summary(const std::string& record_commit_hex, const RecordSummary& summary);
+bool decode_summary(std::string_view line, std::string_view record_commit_hex, RecordSummary& summary);
 
 class SummaryCache {
  public:
@@ -34,10 +34,10 @@ class SummaryCache {
 
   // The summary cached for this record commit into `summary`, if there is
   // one; one found is kept in the file save() writes.
-  bool find(const std::string& record_commit_hex, JobRecord& summary);
+  bool find(const std::string& record_commit_hex, RecordSummary& summary);
   // Keeps `summary` for the next run; every commit looked up or remembered
   // since construction is what the saved file holds.
-  void remember(const std::string& record_commit_hex, const JobRecord& summary);
+  void remember(const std::string& record_commit_hex, const RecordSummary& summary);
   // Rewrites the file (atomically) when it would change; a failure only
   // costs the next run its speed, so it is not reported.
   void save() const;

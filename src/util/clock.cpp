@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -68,12 +69,28 @@ std::optional<std::int64_t> parse_utc_ms(const std::string& text) {
 }
 
 std::string format_elapsed(std::int64_t ms) {
+  // `list` formats two of these per job: digits into one buffer, no temporaries.
   const std::int64_t seconds = std::max<std::int64_t>(ms, 0) / 1000;
-  const auto two = [](std::int64_t value) { return (value < 10 ? "0" : "") + std::to_string(value); };
-  if (seconds < 60) return std::to_string(seconds) + "s";
-  if (seconds < 3600) return std::to_string(seconds / 60) + "m" + two(seconds % 60) + "s";
-  if (seconds < 86400) return std::to_string(seconds / 3600) + "h" + two(seconds / 60 % 60) + "m";
-  return std::to_string(seconds / 86400) + "d" + two(seconds / 3600 % 24) + "h";
+  char text[32];
+  char* end = text;
+  const auto put = [&](std::int64_t value, char unit, bool two_digits) {
+    if (two_digits && value < 10) *end++ = '0';
+    end = std::to_chars(end, text + sizeof text, value).ptr;
+    *end++ = unit;
+  };
+  if (seconds < 60) {
+    put(seconds, 's', false);
+  } else if (seconds < 3600) {
+    put(seconds / 60, 'm', false);
+    put(seconds % 60, 's', true);
+  } else if (seconds < 86400) {
+    put(seconds / 3600, 'h', false);
+    put(seconds / 60 % 60, 'm', true);
+  } else {
+    put(seconds / 86400, 'd', false);
+    put(seconds / 3600 % 24, 'h', true);
+  }
+  return {text, end};
 }
 
 std::int64_t monotonic_ms() {

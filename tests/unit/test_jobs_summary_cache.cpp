@@ -13,7 +13,9 @@ using mullet::jobs::decode_summary;
 using mullet::jobs::encode_summary;
 using mullet::jobs::JobRecord;
 using mullet::jobs::JobState;
+using mullet::jobs::RecordSummary;
 using mullet::jobs::summary_json;
+using mullet::jobs::summary_of;
 using mullet::jobs::SummaryCache;
 using mullet::test::ScratchDir;
 
@@ -63,9 +65,9 @@ TEST_CASE("summary cache: a line gives back every field summary_json keeps") {
       record.nodes.clear();
       record.dispatch.reset();
     }
-    const std::string line = encode_summary(commit_a, record);
+    const std::string line = encode_summary(commit_a, summary_of(record));
     CHECK(line.find('\n') == std::string::npos);
-    JobRecord decoded;
+    RecordSummary decoded;
     REQUIRE(decode_summary(line, commit_a, decoded));
     // summary_json is what list prints and reads: a field added to it and
     // not to the cache fails here.
@@ -74,8 +76,8 @@ TEST_CASE("summary cache: a line gives back every field summary_json keeps") {
 }
 
 TEST_CASE("summary cache: a line of another commit, cut short or altered is not read") {
-  const std::string line = encode_summary(commit_a, full_summary());
-  JobRecord decoded;
+  const std::string line = encode_summary(commit_a, summary_of(full_summary()));
+  RecordSummary decoded;
   CHECK_FALSE(decode_summary(line, commit_b, decoded));
   CHECK_FALSE(decode_summary(line.substr(0, line.size() - 3), commit_a, decoded));
   CHECK_FALSE(decode_summary(line + "\textra", commit_a, decoded));
@@ -105,21 +107,21 @@ TEST_CASE("summary cache: what one run remembers the next finds, in any order; w
   second.title = "second";
   {
     SummaryCache cache(path);
-    JobRecord found;
+    RecordSummary found;
     CHECK_FALSE(cache.find(commit_a, found));
-    cache.remember(commit_a, first);
-    cache.remember(commit_b, second);
+    cache.remember(commit_a, summary_of(first));
+    cache.remember(commit_b, summary_of(second));
     cache.save();
   }
   {
     SummaryCache cache(path);
-    JobRecord found;
+    RecordSummary found;
     REQUIRE(cache.find(commit_b, found));  // out of the order written
     CHECK(found.title == "second");
     cache.save();  // commit_a was not asked for: it goes
   }
   SummaryCache cache(path);
-  JobRecord found;
+  RecordSummary found;
   CHECK_FALSE(cache.find(commit_a, found));
   CHECK(cache.find(commit_b, found));
 }
@@ -129,6 +131,6 @@ TEST_CASE("summary cache: a file that is not a cache of ours is read as empty") 
   const std::string path = scratch / "summary-cache";
   mullet::util::write_file(path, commit_a + "\t" + "not a cache\n");
   SummaryCache cache(path);
-  JobRecord found;
+  RecordSummary found;
   CHECK_FALSE(cache.find(commit_a, found));
 }
