@@ -52,12 +52,16 @@ std::string state_of(const jobs::JobStore& store, const std::string& id, std::op
 
 // Stops a running job (with --force), so its runner cannot write to what is
 // being removed.
-void stop_if_running(const std::string& id, const std::optional<jobs::StoredJob>& job, bool force) {
+void stop_if_running(const git::Repository& repo, const std::string& id, const std::optional<jobs::StoredJob>& job,
+                     bool force) {
   if (!job || jobs::effective_state(job->record) != jobs::JobState::running) return;
   if (!force) {
     throw usage_error("job " + id + " is still running",
                       "stop it first (git mullet stop " + id + "), or pass --force to stop it and discard it");
   }
+  // A record copied from another repository names that one's runner: the
+  // copy goes, the job it names runs on untouched.
+  if (jobs::runner_of_another_repository(job->record.runner, jobs::repository_key(repo))) return;
   const auto stopped =
       jobs::stop_runner(job->record.runner, std::chrono::seconds(30), [] { return util::cancel_requested(); });
   if (stopped == jobs::RunnerStop::not_permitted) {
@@ -71,7 +75,7 @@ void stop_if_running(const std::string& id, const std::optional<jobs::StoredJob>
 // Removes one job; returns the bytes of scratch space it held.
 std::uint64_t discard_one(const git::Repository& repo, jobs::JobStore& store, const std::string& id,
                           const std::optional<jobs::StoredJob>& job, bool force, const std::string& cgroup_setting) {
-  stop_if_running(id, job, force);
+  stop_if_running(repo, id, job, force);
   // What a runner killed before its end left of the job's sandboxes.
   jobs::remove_job_cgroups(repo, id, cgroup_setting);
   const std::string root = jobs::job_paths(repo, id).root;

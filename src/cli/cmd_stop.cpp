@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "jobs/dispatch.hpp"
+#include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
 #include "jobs/store.hpp"
 #include "util/clock.hpp"
@@ -18,8 +19,8 @@
 namespace mullet::cli {
 namespace {
 
-void stop_here(const jobs::JobStore& store, const jobs::JobRecord& record, std::chrono::milliseconds bound,
-               const std::function<Error(const jobs::JobRecord&)>& not_running);
+void stop_here(const git::Repository& repo, const jobs::JobStore& store, const jobs::JobRecord& record,
+               std::chrono::milliseconds bound, const std::function<Error(const jobs::JobRecord&)>& not_running);
 void stop_dispatched(jobs::JobStore& store, const jobs::JobRecord& record, std::chrono::milliseconds bound);
 
 struct StopOptions {
@@ -42,7 +43,7 @@ int stop(const StopOptions& options) {
   if (job.record.dispatch) {
     stop_dispatched(store, job.record, bound);
   } else {
-    stop_here(store, job.record, bound, not_running);
+    stop_here(repo, store, job.record, bound, not_running);
   }
   const auto ended = store.load(id);
   if (!ended) throw failure("job " + id + " was discarded while it stopped");
@@ -55,10 +56,16 @@ int stop(const StopOptions& options) {
 }
 
 // A job run by a git-mullet on this machine: signalled, and waited for.
-void stop_here(const jobs::JobStore& store, const jobs::JobRecord& record, std::chrono::milliseconds bound,
-               const std::function<Error(const jobs::JobRecord&)>& not_running) {
+void stop_here(const git::Repository& repo, const jobs::JobStore& store, const jobs::JobRecord& record,
+               std::chrono::milliseconds bound, const std::function<Error(const jobs::JobRecord&)>& not_running) {
   const std::string& id = record.id;
   const auto& job = record;
+  if (jobs::runner_of_another_repository(job.runner, jobs::repository_key(repo))) {
+    throw refused_error("job " + id +
+                            " is run by the git-mullet of another repository on this host (its record was copied "
+                            "here); it is not signalled",
+                        "stop it in the repository it runs in");
+  }
   switch (jobs::stop_runner(job.runner, bound, [] { return util::cancel_requested(); })) {
     case jobs::RunnerStop::not_running: {
       // It ended on its own meanwhile: said as it is.

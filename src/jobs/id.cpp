@@ -11,6 +11,10 @@ std::string new_job_id() {
   return util::random_hex(job_id_length);
 }
 
+bool is_repository_key(const std::string& text) {
+  return text.size() == repository_key_length && text.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
 bool is_valid_job_id(const std::string& text) {
   return text.size() == job_id_length && text.find_first_not_of("0123456789abcdef") == std::string::npos;
 }

@@ -9,6 +9,9 @@
 namespace mullet::jobs {
 
 inline constexpr std::size_t job_id_length = 10;
+// A repository's key (jobs/layout.hpp: repository_key): 8 lowercase hex digits.
+inline constexpr std::size_t repository_key_length = 8;
+bool is_repository_key(const std::string& text);
 
 std::string new_job_id();
 bool is_valid_job_id(const std::string& text);

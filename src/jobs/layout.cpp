@@ -1,9 +1,24 @@
 #include "jobs/layout.hpp"
 
+#include <git2.h>
+
+#include "git/handles.hpp"
+#include "jobs/id.hpp"
 #include "jobs/stale_cgroups.hpp"
+#include "util/error.hpp"
 #include "util/fs.hpp"
+#include "util/strings.hpp"
 
 namespace mullet::jobs {
+
+std::string repository_key(const git::Repository& repo) {
+  const std::string path = util::real_path(repo.common_dir());
+  git_oid oid;
+  if (git_odb_hash(&oid, path.data(), path.size(), GIT_OBJECT_BLOB) < 0) {
+    throw failure("cannot hash the repository's path " + util::terminal_safe(path));
+  }
+  return git::oid_to_string(oid).substr(0, repository_key_length);
+}
 
 std::string jobs_directory(const git::Repository& repo) {
   return util::real_path(repo.common_dir()) + "/mullet/jobs";
@@ -32,14 +47,14 @@ JobPaths paths_below(const std::string& root) {
 
 JobPaths job_paths(const git::Repository& repo, const std::string& id) {
   JobPaths paths = paths_below(jobs_directory(repo) + "/" + id);
-  paths.cgroup_name = job_cgroup_name(cgroup_repository_key(repo), id);
+  paths.cgroup_name = job_cgroup_name(repository_key(repo), id);
   return paths;
 }
 
 JobPaths node_paths(const git::Repository& repo, const std::string& id, int number) {
   JobPaths paths = paths_below(jobs_directory(repo) + "/" + id + "/nodes/" + std::to_string(number));
   paths.below = "nodes/" + std::to_string(number);
-  paths.cgroup_name = node_cgroup_name(cgroup_repository_key(repo), id, number);
+  paths.cgroup_name = node_cgroup_name(repository_key(repo), id, number);
   return paths;
 }
 

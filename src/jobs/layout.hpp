@@ -11,6 +11,12 @@
 
 namespace mullet::jobs {
 
+// What tells this repository's jobs from another's on the same host (a
+// record's id is unique only in its repository, and a copied or fetched
+// record keeps it): the first 8 hex digits of the git blob hash of the
+// repository's real common dir. Names its jobs' cgroups and their runners.
+std::string repository_key(const git::Repository& repo);
+
 struct JobPaths {
   std::string root;          // the job's directory, or its node's
   std::string below;         // root relative to the job's directory: "" or "nodes/<N>"

@@ -34,9 +34,13 @@ std::uint64_t start_ticks(int pid) {
 
 }  // namespace
 
-RunnerRecord current_runner() {
+RunnerRecord current_runner(const std::string& repository) {
   const int pid = static_cast<int>(::getpid());
-  return RunnerRecord{pid, start_ticks(pid), boot_id()};
+  return RunnerRecord{pid, start_ticks(pid), boot_id(), repository};
+}
+
+bool runner_of_another_repository(const RunnerRecord& runner, const std::string& repository) {
+  return !runner.repository.empty() && runner.repository != repository;
 }
 
 bool runner_alive(const RunnerRecord& runner) {

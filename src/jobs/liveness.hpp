@@ -9,7 +9,14 @@
 
 namespace mullet::jobs {
 
-RunnerRecord current_runner();
+// This process, running a job of the repository whose key (jobs/layout.hpp:
+// repository_key) is `repository`.
+RunnerRecord current_runner(const std::string& repository);
+// Whether `runner` is a git-mullet of another repository than the one whose
+// key is `repository`: a record copied here from a repository on this host
+// names that one's live runner, which no command here may signal. A record
+// written before runners named their repository is taken as this one's.
+bool runner_of_another_repository(const RunnerRecord& runner, const std::string& repository);
 // True when the process that wrote `runner` is still alive (same boot, same
 // pid, same start time).
 bool runner_alive(const RunnerRecord& runner);

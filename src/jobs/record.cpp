@@ -634,6 +634,12 @@ std::vector<std::string> warnings_json(const std::vector<std::string>& snapshot_
   return warnings;
 }
 
+nlohmann::json runner_json(const RunnerRecord& runner) {
+  nlohmann::json json{{"pid", runner.pid}, {"start_ticks", runner.start_ticks}, {"boot_id", runner.boot_id}};
+  if (!runner.repository.empty()) json["repository"] = runner.repository;
+  return json;
+}
+
 nlohmann::json cost_json(const std::optional<double>& cost) {
   return cost ? nlohmann::json(*cost) : nlohmann::json();
 }
@@ -675,35 +681,33 @@ nlohmann::json nodes_json(const std::vector<NodeRecord>& nodes) {
 nlohmann::json to_json(const JobRecord& record) {
   const nlohmann::json phases = phases_json(record.phases);
   const std::vector<std::string> warnings = warnings_json(record.snapshot_warnings);
-  nlohmann::json json = {
-      {"format", record.format},
-      {"id", record.id},
-      {"title", line(record.title, max_title_bytes)},
-      {"prompt", text(record.prompt)},
-      {"state", state_name(record.state)},
-      {"base", record.base},
-      {"base_uncommitted", record.base_uncommitted},
-      {"base_head", null_if_empty(record.base_head)},
-      {"result", null_if_empty(record.result)},
-      {"executor", record.executor.name},
-      {"executor_command", null_if_empty(record.executor.command)},
-      {"executor_version", null_if_empty(record.executor.version, false)},
-      {"executor_model", null_if_empty(record.executor.model, false)},
-      {"sequence", record.sequence},
-      {"created_at", record.created_at},
-      {"finished_at", null_if_empty(record.finished_at)},
-      {"error", null_if_empty(record.error)},
-      {"phases", phases},
-      {"snapshot_warnings", warnings},
-      {"runner",
-       {{"pid", record.runner.pid}, {"start_ticks", record.runner.start_ticks}, {"boot_id", record.runner.boot_id}}},
-      {"sandbox_uid", record.sandbox_uid ? nlohmann::json(*record.sandbox_uid) : nlohmann::json()},
-      {"cost_usd", cost_json(record.cost_usd)},
-      {"report", report_json(record.report)},
-      {"attempts", attempts_json(record.attempts)},
-      {"changes", changes_json(record.changes)},
-      {"progress", progress_json(record.progress)},
-      {"run_flags", record.run_flags.is_object() ? record.run_flags : nlohmann::json::object()}};
+  nlohmann::json json = {{"format", record.format},
+                         {"id", record.id},
+                         {"title", line(record.title, max_title_bytes)},
+                         {"prompt", text(record.prompt)},
+                         {"state", state_name(record.state)},
+                         {"base", record.base},
+                         {"base_uncommitted", record.base_uncommitted},
+                         {"base_head", null_if_empty(record.base_head)},
+                         {"result", null_if_empty(record.result)},
+                         {"executor", record.executor.name},
+                         {"executor_command", null_if_empty(record.executor.command)},
+                         {"executor_version", null_if_empty(record.executor.version, false)},
+                         {"executor_model", null_if_empty(record.executor.model, false)},
+                         {"sequence", record.sequence},
+                         {"created_at", record.created_at},
+                         {"finished_at", null_if_empty(record.finished_at)},
+                         {"error", null_if_empty(record.error)},
+                         {"phases", phases},
+                         {"snapshot_warnings", warnings},
+                         {"runner", runner_json(record.runner)},
+                         {"sandbox_uid", record.sandbox_uid ? nlohmann::json(*record.sandbox_uid) : nlohmann::json()},
+                         {"cost_usd", cost_json(record.cost_usd)},
+                         {"report", report_json(record.report)},
+                         {"attempts", attempts_json(record.attempts)},
+                         {"changes", changes_json(record.changes)},
+                         {"progress", progress_json(record.progress)},
+                         {"run_flags", record.run_flags.is_object() ? record.run_flags : nlohmann::json::object()}};
   // A job of one node has no `nodes`: its JSON is what it always was.
   if (!record.nodes.empty()) json["nodes"] = nodes_json(record.nodes);
   // A job run where it was started has no `dispatch`.
@@ -789,6 +793,10 @@ JobRecord record_from_json(const nlohmann::json& json, const std::string& job) {
     record.runner.start_ticks =
         fields.integer<std::uint64_t>("start_ticks", 0, 0, std::numeric_limits<std::int64_t>::max());
     record.runner.boot_id = fields.line("boot_id", max_name_bytes);
+    if (fields.find("repository") != nullptr) {
+      record.runner.repository = fields.line("repository", max_name_bytes);
+      if (!is_repository_key(record.runner.repository)) fields.damaged("repository", "is not a repository key");
+    }
   }
   if (const auto* cost = in.find("cost_usd"); cost != nullptr && !cost->is_null()) {
     record.cost_usd = in.number("cost_usd", 1e9);

@@ -105,6 +105,11 @@ struct RunnerRecord {
   int pid = 0;
   std::uint64_t start_ticks = 0;
   std::string boot_id;
+  // The repository_key (jobs/layout.hpp) of the repository whose git-mullet
+  // it is: a record copied to another repository on this host still names a
+  // live process, which that repository's stop must not signal. Empty in
+  // records written before it.
+  std::string repository;
 };
 
 // What the result changed against the base (`git diff --shortstat`).

@@ -168,7 +168,7 @@ RunOutcome resume_nodes(const git::Repository& repo, const config::Settings& set
       record.finished_at.clear();
     }
     stored.finished_at.clear();
-    stored.runner = current_runner();
+    stored.runner = current_runner(repository_key(repo));
     settle_job(stored);
   });
   JobRecord record = claimed.record;
@@ -235,7 +235,7 @@ RunOutcome resume_job(const git::Repository& repo, const config::Settings& setti
     stored.state = JobState::running;
     stored.error.clear();
     stored.finished_at.clear();
-    stored.runner = current_runner();
+    stored.runner = current_runner(repository_key(repo));
     stored.executor = spec.record;
     if (dispatched) claim_on_node(stored);
   });

@@ -98,7 +98,7 @@ RunOutcome run_job(const git::Repository& repo, const config::Settings& settings
   record.executor = spec.record;
   record.sequence = next_job_sequence(repo);
   record.created_at = util::now_utc_ms();
-  record.runner = current_runner();
+  record.runner = current_runner(repository_key(repo));
   record.run_flags = request.run_flags;
   record.nodes = node_records;
   settle_job(record);

@@ -107,7 +107,7 @@ ShellOutcome open_shell(const git::Repository& repo, const config::Settings& set
   plan.limits.wall_seconds = 0;
   plan.limits.inactivity_seconds = 0;
   // The job's own sandboxes may run meanwhile (a resumed job): a name of its own.
-  plan.limits.cgroup_name = shell_cgroup_name(cgroup_repository_key(repo), found.id);
+  plan.limits.cgroup_name = shell_cgroup_name(repository_key(repo), found.id);
   plan.controlling_terminal = request.terminal;
   plan.feeds_stdin = !request.terminal;
 

@@ -10,6 +10,7 @@
 
 #include "git/handles.hpp"
 #include "jobs/id.hpp"
+#include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
 #include "sandbox/cgroup.hpp"
 #include "util/error.hpp"
@@ -20,7 +21,6 @@ namespace mullet::jobs {
 namespace {
 
 constexpr std::string_view shell_infix = "-shell-";
-constexpr std::size_t repository_key_length = 8;
 // A sandbox's cgroup is empty only for the moments before its first process
 // joins and after its end; one empty for longer is a leftover.
 constexpr std::int64_t idle_seconds = 60;
@@ -64,15 +64,6 @@ bool stale(const std::string& key, const JobStore& store, const sandbox::CgroupH
 
 }  // namespace
 
-std::string cgroup_repository_key(const git::Repository& repo) {
-  const std::string path = util::real_path(repo.common_dir());
-  git_oid oid;
-  if (git_odb_hash(&oid, path.data(), path.size(), GIT_OBJECT_BLOB) < 0) {
-    throw failure("cannot hash the repository's path " + util::terminal_safe(path));
-  }
-  return git::oid_to_string(oid).substr(0, repository_key_length);
-}
-
 std::string job_cgroup_name(const std::string& key, const std::string& id) {
   return key + "." + id;
 }
@@ -105,7 +96,7 @@ std::string shell_cgroup_name(const std::string& key, const std::string& id) {
 }
 
 void sweep_stale_cgroups(const git::Repository& repo, const JobStore& store, const std::string& setting) {
-  const std::string key = cgroup_repository_key(repo);
+  const std::string key = repository_key(repo);
   for (const auto& host : hosts_for(setting)) {
     for (const auto& name : sandbox::job_cgroup_names(host)) {
       const auto owner = cgroup_owner(name);
@@ -115,7 +106,7 @@ void sweep_stale_cgroups(const git::Repository& repo, const JobStore& store, con
 }
 
 void remove_job_cgroups(const git::Repository& repo, const std::string& id, const std::string& setting) {
-  const std::string key = cgroup_repository_key(repo);
+  const std::string key = repository_key(repo);
   for (const auto& host : hosts_for(setting)) {
     for (const auto& name : sandbox::job_cgroup_names(host)) {
       const auto owner = cgroup_owner(name);

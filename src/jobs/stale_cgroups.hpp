@@ -12,16 +12,15 @@ namespace mullet::jobs {
 
 // Cgroups are the host's, shared by every repository, and a record's id is
 // only unique within its repository (a copied or fetched record has another
-// repository's): each name starts with its repository's key, 8 hex digits
-// of a hash of the repository's real common dir, and a repository sweeps and
-// removes only its own.
-std::string cgroup_repository_key(const git::Repository& repo);
+// repository's): each name starts with its repository's key
+// (jobs/layout.hpp: repository_key), and a repository sweeps and removes
+// only its own.
 
 // Whose cgroup a name under <hierarchy>/git-mullet/ is: "<key>.<id>" or
 // "<key>.<id>-<N>" (a node) is a job's; "<key>.<id>-shell-<pid>" a `shell`
 // sandbox's, which lives as long as that process. nullopt: no name of ours.
 struct CgroupOwner {
-  std::string repository;  // its cgroup_repository_key
+  std::string repository;  // its repository_key
   std::string job;
   int shell_pid = 0;  // 0: the job's own sandboxes
   bool operator==(const CgroupOwner&) const = default;

@@ -69,6 +69,7 @@ JobRecord full_record() {
   record.runner.pid = 4242;
   record.runner.start_ticks = 9876543210123ULL;
   record.runner.boot_id = "6f1c0a58-0000-4000-8000-000000000000";
+  record.runner.repository = "0a1b2c3d";
   return record;
 }
 
@@ -132,6 +133,7 @@ void check_same(const JobRecord& a, const JobRecord& b) {
   CHECK(a.runner.pid == b.runner.pid);
   CHECK(a.runner.start_ticks == b.runner.start_ticks);
   CHECK(a.runner.boot_id == b.runner.boot_id);
+  CHECK(a.runner.repository == b.runner.repository);
   check_same_report(a.report, b.report);
 }
 
@@ -186,6 +188,7 @@ TEST_CASE("to_json writes every field under its documented name") {
   CHECK(out["runner"]["pid"] == 4242);
   CHECK(out["runner"]["start_ticks"] == 9876543210123ULL);
   CHECK(out["runner"]["boot_id"] == "6f1c0a58-0000-4000-8000-000000000000");
+  CHECK(out["runner"]["repository"] == "0a1b2c3d");
 }
 
 TEST_CASE("a record survives to_json, text and record_from_json unchanged") {
@@ -362,6 +365,11 @@ TEST_CASE("record_from_json refuses every field of the wrong type, size or conte
   CHECK(damaged_field([](json& r) { r["format"] = 2; }) == "format");
   CHECK(damaged_field([](json& r) { r["format"] = "1"; }) == "format");
   CHECK(damaged_field([](json& r) { r["runner"]["pid"] = -1; }) == "runner.pid");
+  CHECK(damaged_field([](json& r) { r["runner"]["repository"] = "0A1B2C3D"; }) == "runner.repository");
+  CHECK(damaged_field([](json& r) { r["runner"]["repository"] = "0a1b2c3"; }) == "runner.repository");
+  CHECK(damaged_field([](json& r) { r["runner"]["repository"] = "../0a1b2c"; }) == "runner.repository");
+  CHECK(damaged_field([](json& r) { r["runner"]["repository"] = 12; }) == "runner.repository");
+  CHECK(damaged_field([](json& r) { r["runner"].erase("repository"); }) == "(accepted)");
   CHECK(damaged_field([](json& r) { r["runner"]["pid"] = "42"; }) == "runner.pid");
   CHECK(damaged_field([](json& r) { r["runner"]["start_ticks"] = 18446744073709551615ULL; }) == "runner.start_ticks");
   CHECK(damaged_field([](json& r) { r["phases"][0]["exit_code"] = 4294967296LL; }) == "phases[0].exit_code");

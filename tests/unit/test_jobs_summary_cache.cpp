@@ -38,7 +38,7 @@ JobRecord full_summary() {
   record.created_at = "2026-12-04T17:00:00.123Z";
   record.finished_at = "2026-12-04T17:05:00.456Z";
   record.error = "the gate \\ failed\n\tsee the log";
-  record.runner = {12345, 987654321, "00000000-0000-0000-0000-000000000001"};
+  record.runner = {12345, 987654321, "00000000-0000-0000-0000-000000000001", ""};
   record.cost_usd = 0.1 + 0.2;  // a double that prints long
   record.changes = ChangeStats{3, 10, 7};
   record.dispatch = mullet::jobs::DispatchRecord{"slurm", "12_3", "node-1.example", "TIMEOUT\tthen gone"};
