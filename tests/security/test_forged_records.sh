@@ -375,4 +375,41 @@ test_a_damaged_record_can_be_discarded() {
   assert_absent "$TEST_ROOT/x"
 }
 
+# A record copied from another repository on this host names that one's live
+# runner: pid, boot id and start time all check out. Neither `stop` nor
+# `discard --force` here may signal it (before runners named their
+# repository, both killed the other repository's job).
+test_attack_a_copied_record_of_a_running_job_never_signals_its_runner() {
+  new_repo a
+  cd a
+  sec_config '[limits]' 'timeout = 120'
+  local n
+  n=$((9400000 + RANDOM * 10))
+  git mullet run -q -m "runs on" --command "echo up > /mullet/work/up.marker; sleep $n" >/dev/null 2>&1 &
+  local bg=$!
+  wait_until 30 sh -c 'git for-each-ref refs/mullet/jobs/ | grep -q .'
+  local id
+  id="$(git for-each-ref --format='%(refname:lstrip=3)' refs/mullet/jobs/)"
+  wait_until 30 job_has "$(job_dir "$id")" up.marker
+  cd ..
+  new_repo b
+  cd b
+  git fetch -q ../a 'refs/mullet/*:refs/mullet/*' || fail "fetching a's records"
+  assert_eq "$(git mullet show --json "$id" | jq -r .state)" running "b's copy of the record"
+  expect_exit 3 git mullet stop --timeout 5 "$id"
+  assert_contains "$ERR" "another repository" "stop's refusal"
+  is_running "sleep $n" || fail "b's stop killed a's job"
+  expect_exit 0 git mullet discard --force "$id"
+  assert_eq "$(git for-each-ref refs/mullet/jobs)" "" "b's jobs after discard"
+  cd ../a
+  is_running "sleep $n" || fail "b's discard --force killed a's job"
+  assert_eq "$(git mullet show --json "$id" | jq -r .state)" running "a's job"
+  # a's own stop still works: the refusal is about the copy.
+  expect_exit 0 git mullet stop "$id"
+  wait "$bg" 2>/dev/null || true
+  assert_eq "$(git mullet show --json "$id" | jq -r .state)" cancelled "a's job after its own stop"
+  no_process_left "sleep $n"
+  git mullet discard "$id" >/dev/null
+}
+
 run_tests
