@@ -21,7 +21,8 @@ namespace {
 
 void stop_here(const git::Repository& repo, const jobs::JobStore& store, const jobs::JobRecord& record,
                std::chrono::milliseconds bound, const std::function<Error(const jobs::JobRecord&)>& not_running);
-void stop_dispatched(jobs::JobStore& store, const jobs::JobRecord& record, std::chrono::milliseconds bound);
+void stop_dispatched(const git::Repository& repo, jobs::JobStore& store, const jobs::JobRecord& record,
+                     std::chrono::milliseconds bound);
 
 struct StopOptions {
   std::string job;
@@ -41,7 +42,7 @@ int stop(const StopOptions& options) {
   if (!jobs::is_active(jobs::effective_state(job.record))) throw not_running(job.record);
   const auto bound = std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout * 1000));
   if (job.record.dispatch) {
-    stop_dispatched(store, job.record, bound);
+    stop_dispatched(repo, store, job.record, bound);
   } else {
     stop_here(repo, store, job.record, bound, not_running);
   }
@@ -89,19 +90,21 @@ void stop_here(const git::Repository& repo, const jobs::JobStore& store, const j
 // recorded as cancelled here (the compare-and-swap loses to a node that
 // claimed it meanwhile); one a node runs gets SIGTERM there and writes its
 // own final record, which is waited for.
-void stop_dispatched(jobs::JobStore& store, const jobs::JobRecord& record, std::chrono::milliseconds bound) {
+void stop_dispatched(const git::Repository& repo, jobs::JobStore& store, const jobs::JobRecord& record,
+                     std::chrono::milliseconds bound) {
   const std::string& id = record.id;
   const auto engine = jobs::make_dispatch_engine(record.dispatch->engine);
   const std::string& scheduler_id = record.dispatch->scheduler_id;
   // The id must be this job's before anything is marked (cancel checks it
   // again): a record fetched from elsewhere may name anyone's job.
-  if (!scheduler_id.empty()) jobs::require_this_job(engine->status(scheduler_id, id), scheduler_id, id);
+  const std::string key = jobs::repository_key(repo);
+  if (!scheduler_id.empty()) jobs::require_this_job(engine->status(scheduler_id, id), scheduler_id, key, id);
   // Marked first: the node that gets the scheduler's SIGTERM ends it
   // cancelled, not interrupted.
   store.update(id, [](jobs::JobRecord& stored) {
     if (stored.dispatch) stored.dispatch->reason = jobs::stop_requested_reason;
   });
-  if (!scheduler_id.empty()) engine->cancel(scheduler_id, id);
+  if (!scheduler_id.empty()) engine->cancel(scheduler_id, key, id);
   store.update(id, [](jobs::JobRecord& stored) {
     if (stored.state != jobs::JobState::queued) return;
     stored.state = jobs::JobState::cancelled;

@@ -71,7 +71,7 @@ class SlurmEngine : public DispatchEngine {
   SchedulerView status(const std::string& scheduler_id, const std::string& job_id) override {
     SchedulerView view = lookup(scheduler_id);
     if (view.status == SchedulerStatus::unknown || view.state == gone_state) return view;
-    if (view.name != scheduler_job_name(job_id)) {
+    if (!names_job(view.name, job_id)) {
       return {SchedulerStatus::ended,
               "NOT_THIS_JOB",
               "the scheduler's job " + scheduler_id + " is another job (named " + util::first_line(view.name, 80) + ")",
@@ -82,8 +82,8 @@ class SlurmEngine : public DispatchEngine {
     return view;
   }
 
-  void cancel(const std::string& scheduler_id, const std::string& job_id) override {
-    require_this_job(status(scheduler_id, job_id), scheduler_id, job_id);
+  void cancel(const std::string& scheduler_id, const std::string& repository_key, const std::string& job_id) override {
+    require_this_job(status(scheduler_id, job_id), scheduler_id, repository_key, job_id);
     const auto run = run_scheduler({"scancel", scheduler_id});
     if (!run.status.success()) {
       throw failure("scancel " + scheduler_id + " failed: " + util::terminal_safe(util::trim(run.err)));
@@ -122,10 +122,13 @@ std::vector<std::string> sbatch_argv(const SubmitRequest& request) {
   check_path(request.script_path, "batch script path");
   check_path(request.output_path, "batch output path");
   if (!is_valid_job_id(request.job_id)) throw failure("internal error: '" + request.job_id + "' is not a job id");
+  if (!is_repository_key(request.repository_key)) {
+    throw failure("internal error: '" + request.repository_key + "' is not a repository key");
+  }
   const std::int64_t minutes = std::max<std::int64_t>(1, (request.time_seconds + 59) / 60 + 1);
   std::vector<std::string> argv = {"sbatch",
                                    "--parsable",
-                                   "--job-name=" + scheduler_job_name(request.job_id),
+                                   "--job-name=" + scheduler_job_name(request.repository_key, request.job_id),
                                    "--chdir=" + request.repository,
                                    "--output=" + request.output_path,
                                    "--time=" + std::to_string(minutes),
@@ -140,16 +143,29 @@ std::vector<std::string> sbatch_argv(const SubmitRequest& request) {
   return argv;
 }
 
-void require_this_job(const SchedulerView& view, const std::string& scheduler_id, const std::string& job_id) {
-  if (!view.foreign && view.status != SchedulerStatus::unknown) return;
+void require_this_job(const SchedulerView& view, const std::string& scheduler_id, const std::string& repository_key,
+                      const std::string& job_id) {
+  // No name: the scheduler no longer knows the id (scancel then fails).
+  const bool ours = !view.foreign && view.status != SchedulerStatus::unknown &&
+                    (view.name.empty() || view.name == scheduler_job_name(repository_key, job_id));
+  if (ours) return;
+  const bool named = view.foreign || !view.name.empty();
   throw refused_error(
-      "the scheduler's job " + scheduler_id + " is not known to be job " + job_id +
-          (view.foreign ? " (it is named '" + util::terminal_safe(view.name) + "')" : "") + "; nothing was cancelled",
-      "a record fetched from elsewhere may name any id; see it with: scontrol show job " + scheduler_id);
+      "the scheduler's job " + scheduler_id + " is not known to be job " + job_id + " of this repository" +
+          (named ? " (it is named '" + util::terminal_safe(view.name) + "')" : "") + "; nothing was cancelled",
+      "a record fetched or copied from elsewhere may name any id; see it with: scontrol show job " + scheduler_id);
 }
 
-std::string scheduler_job_name(const std::string& job_id) {
-  return "mullet-" + job_id;
+std::string scheduler_job_name(const std::string& repository_key, const std::string& job_id) {
+  return "mullet-" + repository_key + "." + job_id;
+}
+
+bool names_job(const std::string& name, const std::string& job_id) {
+  const std::string prefix = "mullet-";
+  const std::string suffix = "." + job_id;
+  if (name.size() != prefix.size() + repository_key_length + suffix.size()) return false;
+  return name.starts_with(prefix) && name.ends_with(suffix) &&
+         is_repository_key(name.substr(prefix.size(), repository_key_length));
 }
 
 SchedulerView parse_scontrol_job(const std::string& line) {

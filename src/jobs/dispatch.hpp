@@ -19,8 +19,9 @@ namespace mullet::jobs {
 // What a dispatched job asks of the scheduler. No user text: the binary,
 // the repository's path and the job's id, each checked before use.
 struct SubmitRequest {
-  std::string binary;      // an absolute path to git-mullet, as the node sees it
-  std::string repository;  // the repository's work tree (or git dir), on a shared file system
+  std::string binary;          // an absolute path to git-mullet, as the node sees it
+  std::string repository;      // the repository's work tree (or git dir), on a shared file system
+  std::string repository_key;  // jobs/layout.hpp: repository_key, part of the scheduler's name for it
   std::string job_id;
   std::string script_path;  // where the batch script is written (the job's private dir)
   std::string output_path;  // the scheduler's log of the batch job
@@ -42,7 +43,7 @@ struct SchedulerView {
   std::string state;   // the scheduler's own word (PENDING, RUNNING, TIMEOUT, NODE_FAIL...)
   std::string reason;  // why, when it says
   std::string node;    // where it runs
-  std::string name;    // the scheduler's name for it: ours are "mullet-<job id>"
+  std::string name;    // the scheduler's name for it: ours are "mullet-<repository key>.<job id>"
   // The id names a job that is not this one (a record fetched from elsewhere
   // may name any id on the cluster): never cancelled, and seen as ended.
   bool foreign = false;
@@ -57,9 +58,12 @@ class DispatchEngine {
   virtual SchedulerView status(const std::string& scheduler_id, const std::string& job_id) = 0;
   // Asks the scheduler to end it, queued or running (a running one gets
   // SIGTERM, which cancels it as a local job). Refuses, cancelling nothing,
-  // unless the scheduler names that id as job `job_id`'s. Throws
-  // mullet::Error.
-  virtual void cancel(const std::string& scheduler_id, const std::string& job_id) = 0;
+  // unless the scheduler names that id as job `job_id`'s of the repository
+  // whose key is `repository_key`: a job id is unique only in its
+  // repository, and a record copied from another one names that one's job.
+  // Throws mullet::Error.
+  virtual void cancel(const std::string& scheduler_id, const std::string& repository_key,
+                      const std::string& job_id) = 0;
 };
 
 // "slurm"; throws a usage error for another name.
@@ -71,11 +75,16 @@ std::string batch_script();
 // sbatch's argv for `request` (pure; the tests read it).
 std::vector<std::string> sbatch_argv(const SubmitRequest& request);
 // Refuses (mullet::Error) unless `view` is the scheduler's answer for job
-// `job_id`'s own `scheduler_id`: never one that names another job, nor one
-// the scheduler did not answer for.
-void require_this_job(const SchedulerView& view, const std::string& scheduler_id, const std::string& job_id);
-// The name a job is submitted under.
-std::string scheduler_job_name(const std::string& job_id);
+// `job_id`'s own `scheduler_id`, submitted from the repository whose key is
+// `repository_key`: never one that names another job or another
+// repository's, nor one the scheduler did not answer for.
+void require_this_job(const SchedulerView& view, const std::string& scheduler_id, const std::string& repository_key,
+                      const std::string& job_id);
+// The name a job is submitted under: "mullet-<repository key>.<job id>".
+std::string scheduler_job_name(const std::string& repository_key, const std::string& job_id);
+// Whether `name` is a name job `job_id` was submitted under, from any
+// repository (status only reads; cancel requires the exact name).
+bool names_job(const std::string& name, const std::string& job_id);
 // `scontrol show job -o`'s one line read into a view (pure). The first of
 // each field counts: later ones (WorkDir, Command, StdOut) hold paths.
 SchedulerView parse_scontrol_job(const std::string& line);

@@ -29,6 +29,7 @@ RunOutcome submit_queued(const git::Repository& repo, const config::Settings& se
   SubmitRequest submit;
   submit.binary = util::real_path("/proc/self/exe");
   submit.repository = util::real_path(repo.work_tree().value_or(repo.git_dir()));
+  submit.repository_key = repository_key(repo);
   submit.job_id = record.id;
   submit.script_path = dir + "/dispatch.sh";
   submit.output_path = dir + "/dispatch.log";

@@ -254,6 +254,35 @@ test_attack_a_record_naming_another_scheduler_job_cancels_nothing() {
   scancel "$other" "$real_id"
 }
 
+# Attack: a job id is unique only in its repository. Another repository that
+# fetched this one's records holds a record of a running dispatched job whose
+# scheduler id and name check out; its `stop` must cancel nothing (before the
+# scheduler's name carried the repository's key, it scancelled the job).
+test_attack_a_copied_record_of_a_dispatched_job_cancels_nothing_there() {
+  new_repo a
+  cd a
+  slurm_config
+  local n id scheduler_id
+  n=$((9500000 + RANDOM * 10))
+  submit -m "runs on" --command "echo up >/mullet/work/up.marker; sleep $n"
+  id="$JOB"
+  scheduler_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
+  wait_until 60 sh -c "[ \"\$(git mullet show --json $id | jq -r .state)\" = running ]"
+  wait_until 60 is_running "sleep $n"
+  cd ..
+  new_repo b
+  cd b
+  git fetch -q ../a 'refs/mullet/*:refs/mullet/*' || fail "fetching a's records"
+  assert_eq "$(job_state "$id")" running "b's copy of the record"
+  expect_exit 3 git mullet stop "$id"
+  assert_contains "$ERR" "is not known to be job $id of this repository"
+  assert_eq "$(scheduler_state "$scheduler_id")" RUNNING "a's job at the scheduler after b's stop"
+  is_running "sleep $n" || fail "b's stop ended a's worker"
+  cd ../a
+  expect_exit 0 git mullet stop "$id"
+  assert_eq "$(job_state "$id")" cancelled "a's job after its own stop"
+}
+
 # --nodes N is not dispatched yet (a job array is the plan): refused before
 # any job exists, saying what to do.
 test_a_job_of_several_nodes_is_refused_for_slurm() {

@@ -21,6 +21,7 @@ SubmitRequest request() {
   SubmitRequest submit;
   submit.binary = "/usr/bin/git-mullet";
   submit.repository = "/shared/repo";
+  submit.repository_key = "0a1b2c3d";
   submit.job_id = "0123456789";
   submit.script_path = "/shared/repo/.git/mullet/jobs/0123456789/dispatch.sh";
   submit.output_path = "/shared/repo/.git/mullet/jobs/0123456789/dispatch.log";
@@ -44,6 +45,7 @@ TEST_CASE("sbatch's argv: the limits become the request, the job's id and paths 
   const auto argv = sbatch_argv(submit);
   CHECK(argv[0] == "sbatch");
   CHECK(has(argv, "--parsable"));
+  CHECK(has(argv, "--job-name=mullet-0a1b2c3d.0123456789"));
   // job_timeout in whole minutes, rounded up, plus one so our wall ends it first.
   CHECK(has(argv, "--time=61"));
   CHECK(has(argv, "--mem=512M"));
@@ -70,6 +72,11 @@ TEST_CASE("sbatch's argv refuses what a scheduler should not be given") {
     submit.job_id = bad;
     CHECK_THROWS_AS(sbatch_argv(submit), Error);
   }
+  for (const std::string bad : {"", "0a1b2c3", "0A1B2C3D", "0a1b2c3d.", "../0a1b"}) {
+    auto submit = request();
+    submit.repository_key = bad;
+    CHECK_THROWS_AS(sbatch_argv(submit), Error);
+  }
 }
 
 TEST_CASE("the batch script runs its arguments and interpolates nothing of ours") {
@@ -82,7 +89,8 @@ TEST_CASE("the batch script runs its arguments and interpolates nothing of ours"
 
 TEST_CASE("scontrol's line maps onto our states") {
   const auto pending = parse_scontrol_job(
-      "JobId=12 JobName=mullet-0123456789 JobState=PENDING Reason=Resources Dependency=(null) BatchHost=(null)");
+      "JobId=12 JobName=mullet-0a1b2c3d.0123456789 JobState=PENDING Reason=Resources Dependency=(null) "
+      "BatchHost=(null)");
   CHECK(pending.status == SchedulerStatus::pending);
   CHECK(pending.reason == "Resources");
   CHECK(pending.node.empty());
@@ -101,24 +109,42 @@ TEST_CASE("scontrol's line maps onto our states") {
 
 TEST_CASE("scontrol's line: the job's name is read, and a path that spells a field later on changes nothing") {
   const auto view = parse_scontrol_job(
-      "JobId=12 JobName=mullet-0123456789 JobState=RUNNING Reason=None BatchHost=node7 "
-      "WorkDir=/repos/x JobState=COMPLETED JobName=mullet-9999999999 BatchHost=elsewhere Reason=Forged");
-  CHECK(view.name == "mullet-0123456789");
+      "JobId=12 JobName=mullet-0a1b2c3d.0123456789 JobState=RUNNING Reason=None BatchHost=node7 "
+      "WorkDir=/repos/x JobState=COMPLETED JobName=mullet-0a1b2c3d.9999999999 BatchHost=elsewhere Reason=Forged");
+  CHECK(view.name == "mullet-0a1b2c3d.0123456789");
   CHECK(view.status == SchedulerStatus::running);
   CHECK(view.node == "node7");
   CHECK(view.reason.empty());
-  CHECK(mullet::jobs::scheduler_job_name("0123456789") == view.name);
+  CHECK(mullet::jobs::scheduler_job_name("0a1b2c3d", "0123456789") == view.name);
 }
 
 TEST_CASE("only the scheduler's answer for this job's own id lets it be cancelled") {
   using mullet::jobs::require_this_job;
   using mullet::jobs::SchedulerView;
-  SchedulerView ours{SchedulerStatus::running, "RUNNING", "", "node7", "mullet-0123456789", false};
-  CHECK_NOTHROW(require_this_job(ours, "12", "0123456789"));
+  SchedulerView ours{SchedulerStatus::running, "RUNNING", "", "node7", "mullet-0a1b2c3d.0123456789", false};
+  CHECK_NOTHROW(require_this_job(ours, "12", "0a1b2c3d", "0123456789"));
   SchedulerView foreign{SchedulerStatus::ended, "NOT_THIS_JOB", "", "", "nightly-backup", true};
-  CHECK_THROWS_WITH(require_this_job(foreign, "12", "0123456789"),
-                    doctest::Contains("is not known to be job 0123456789 (it is named 'nightly-backup')"));
-  CHECK_THROWS_WITH(require_this_job(SchedulerView{}, "12", "0123456789"), doctest::Contains("nothing was cancelled"));
+  CHECK_THROWS_WITH(require_this_job(foreign, "12", "0a1b2c3d", "0123456789"),
+                    doctest::Contains("is not known to be job 0123456789 of this repository (it is named "
+                                      "'nightly-backup')"));
+  CHECK_THROWS_WITH(require_this_job(SchedulerView{}, "12", "0a1b2c3d", "0123456789"),
+                    doctest::Contains("nothing was cancelled"));
+  // The same job id submitted from another repository on the cluster: its
+  // copied record may be shown, never cancelled from here.
+  CHECK_THROWS_WITH(require_this_job(ours, "12", "99999999", "0123456789"),
+                    doctest::Contains("(it is named 'mullet-0a1b2c3d.0123456789')"));
+}
+
+TEST_CASE("status takes a job's name from any repository; cancel only from its own") {
+  using mullet::jobs::names_job;
+  CHECK(names_job("mullet-0a1b2c3d.0123456789", "0123456789"));
+  CHECK(names_job("mullet-99999999.0123456789", "0123456789"));
+  for (const char* other :
+       {"mullet-0123456789", "mullet-0a1b2c3d.9999999999", "mullet-0A1B2C3D.0123456789", "mullet-0a1b2c3.0123456789",
+        "mullet-0a1b2c3dd.0123456789", "nightly-backup", "xmullet-0a1b2c3d.0123456789", ""}) {
+    INFO(other);
+    CHECK_FALSE(names_job(other, "0123456789"));
+  }
 }
 
 TEST_CASE("scheduler ids and host names a record may hold") {
