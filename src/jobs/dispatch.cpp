@@ -142,7 +142,8 @@ SchedulerView SchedulerTable::view(const std::string& scheduler_id, const std::s
     bool any = false;
     for (auto task = jobs.lower_bound(prefix); task != jobs.end() && task->first.starts_with(prefix); ++task) {
       const SchedulerView& view = task->second;
-      const bool better = !any || (view.status == SchedulerStatus::running && found.status != SchedulerStatus::running) ||
+      const bool better = !any ||
+                          (view.status == SchedulerStatus::running && found.status != SchedulerStatus::running) ||
                           (view.status == SchedulerStatus::pending && found.status == SchedulerStatus::ended);
       if (better) found = view;
       any = true;
@@ -176,18 +177,14 @@ std::vector<std::string> sbatch_argv(const SubmitRequest& request) {
     throw failure("internal error: '" + request.repository_key + "' is not a repository key");
   }
   const std::int64_t minutes = std::max<std::int64_t>(1, (request.time_seconds + 59) / 60 + 1);
-  std::vector<std::string> argv = {"sbatch",
-                                   "--parsable",
-                                   "--job-name=" + scheduler_job_name(request.repository_key, request.job_id),
-                                   // Slurm takes --chdir as it is (22.05: a '%%' in it stays two).
-                                   "--chdir=" + request.repository,
-                                   // --output expands %j, %a...: the path's own '%' doubled, and
-                                   // one log per task of an array (.1, .2...).
-                                   "--output=" + escape_sbatch_pattern(request.output_path) +
-                                       (request.array_tasks.empty() ? "" : ".%a"),
-                                   "--time=" + std::to_string(minutes),
-                                   "--cpus-per-task=" + std::to_string(request.dispatch.cpus),
-                                   "--ntasks=1"};
+  std::vector<std::string> argv = {
+      "sbatch", "--parsable", "--job-name=" + scheduler_job_name(request.repository_key, request.job_id),
+      // Slurm takes --chdir as it is (22.05: a '%%' in it stays two).
+      "--chdir=" + request.repository,
+      // --output expands %j, %a...: the path's own '%' doubled, and
+      // one log per task of an array (.1, .2...).
+      "--output=" + escape_sbatch_pattern(request.output_path) + (request.array_tasks.empty() ? "" : ".%a"),
+      "--time=" + std::to_string(minutes), "--cpus-per-task=" + std::to_string(request.dispatch.cpus), "--ntasks=1"};
   if (!request.array_tasks.empty()) {
     std::vector<std::string> tasks;
     for (const int task : request.array_tasks) {

@@ -133,7 +133,8 @@ JobState dispatched_node_state(const DispatchRecord& dispatch, const std::string
                                const SchedulerTable* table) {
   if (!is_active(state) || dispatch.scheduler_id.empty()) return state;
   const std::string task = dispatch.scheduler_id + "_" + std::to_string(number);
-  const auto view = table != nullptr ? table->view(task, job_id) : make_dispatch_engine(dispatch.engine)->status(task, job_id);
+  const auto view =
+      table != nullptr ? table->view(task, job_id) : make_dispatch_engine(dispatch.engine)->status(task, job_id);
   return view.status == SchedulerStatus::ended ? JobState::interrupted : state;
 }
 

@@ -34,6 +34,12 @@ JobRecord node_view(const JobRecord& job, int number) {
   JobRecord view = job;
   view.nodes.clear();
   copy_run_fields(node, view);
+  if (node.dispatch) {
+    // A task of a job array: seen as a dispatched job of one, its task's
+    // id; no runner of its own is on record, so the scheduler tells.
+    view.dispatch = node.dispatch;
+    view.runner = {};
+  }
   return view;
 }
 
@@ -173,7 +179,8 @@ namespace {
 // gone is interrupted.
 template <typename Record, typename Node>
 JobState effective_node_state_of(const Record& job, const Node& node, const SchedulerTable* table) {
-  if (job.dispatch && is_active(node.state)) return dispatched_node_state(*job.dispatch, job.id, node.number, node.state, table);
+  if (job.dispatch && is_active(node.state))
+    return dispatched_node_state(*job.dispatch, job.id, node.number, node.state, table);
   if (node.state == JobState::running && !runner_alive(job.runner)) return JobState::interrupted;
   return node.state;
 }

@@ -16,7 +16,8 @@ namespace mullet::jobs {
 // The job's record with node `number`'s fields in place of its own (state,
 // result, error, phases, attempts, report, cost, changes, progress, executor,
 // started_at as created_at, finished_at) and no nodes: what a node's run
-// reads and writes.
+// reads and writes. A job array's node has its task's dispatch and no
+// runner (its effective state is the scheduler's word on its task).
 JobRecord node_view(const JobRecord& job, int number);
 // Node `number` as `view` (from node_view) left it.
 NodeRecord node_from_view(const JobRecord& view, int number);
@@ -52,8 +53,7 @@ void settle_job(JobRecord& job);
 // its task (liveness.hpp: dispatched_node_state; `table` the scheduler's
 // answer when it was asked already, else it is asked).
 JobState effective_node_state(const JobRecord& job, const NodeRecord& node, const SchedulerTable* table = nullptr);
-JobState effective_node_state(const RecordSummary& job, const NodeSummary& node,
-                              const SchedulerTable* table = nullptr);
+JobState effective_node_state(const RecordSummary& job, const NodeSummary& node, const SchedulerTable* table = nullptr);
 // "3/4 passed", or "2/4 running" while nodes run ("3/3 queued" while a job
 // array waits).
 std::string nodes_summary(const JobRecord& job, const SchedulerTable* table = nullptr);

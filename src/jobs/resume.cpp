@@ -15,11 +15,11 @@
 #include "jobs/run_to_end.hpp"
 #include "jobs/slots.hpp"
 #include "jobs/store.hpp"
-#include "util/clock.hpp"
-#include "util/signals.hpp"
 #include "sandbox/runner.hpp"
+#include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"
+#include "util/signals.hpp"
 #include "util/strings.hpp"
 
 namespace mullet::jobs {
@@ -154,8 +154,8 @@ RunOutcome run_array_task(const git::Repository& repo, const config::Settings& s
     }
     auto& claim = stored.nodes.at(index);
     if (claim.state != JobState::queued) {
-      throw usage_error("node " + std::to_string(number) + " of job " + stored.id + " is " +
-                        state_name(claim.state) + ", not queued; this task runs nothing");
+      throw usage_error("node " + std::to_string(number) + " of job " + stored.id + " is " + state_name(claim.state) +
+                        ", not queued; this task runs nothing");
     }
     // Asked to stop between the scheduler's start and this claim.
     if (util::cancel_requested()) throw usage_error("the task was cancelled before it claimed its node");
@@ -388,9 +388,9 @@ int dispatched_node(const git::Repository& repo, const JobRecord& record) {
   const std::string name = scheduler_job_name(repository_key(repo), record.id);
   if (view.status != SchedulerStatus::running || view.name != name) {
     throw refuse("the scheduler's task " + task_id + " is not a running task of this repository's job (" +
-                 (view.status == SchedulerStatus::unknown
-                      ? std::string("the scheduler did not answer")
-                      : "it is " + util::terminal_safe(view.state) + ", named '" + util::terminal_safe(view.name) + "'") +
+                 (view.status == SchedulerStatus::unknown ? std::string("the scheduler did not answer")
+                                                          : "it is " + util::terminal_safe(view.state) + ", named '" +
+                                                                util::terminal_safe(view.name) + "'") +
                  ")");
   }
   return *task;

@@ -377,6 +377,12 @@ test_stop_of_a_running_array_cancels_every_task() {
   wait_until 60 sh -c "[ \"\$(git mullet show --json $JOB | jq '[.nodes[] | select(.state == \"running\")] | length')\" = 2 ]"
   wait_until 60 is_running "sleep $mark"
   expect_exit 0 list_state_is "$JOB" running
+  # One node, by its address: running, on its own task.
+  local one
+  one="$(git mullet show --json "$JOB" | jq -r '[.nodes[] | select(.state == "running") | .number][0]')"
+  expect_exit 0 git mullet show "$JOB/$one"
+  assert_matches "$OUT" "state +running" "show $JOB/$one"
+  assert_matches "$OUT" "dispatch +slurm job ${ARRAY}_$one on $NODE" "show $JOB/$one"
   expect_exit 0 timeout -k 5 120 git mullet stop --json "$JOB"
   valid_job "$OUT" "stop --json (a job array)"
   assert_eq "$(json_field "$OUT" state)" cancelled "stop of a running array: $OUT"

@@ -195,7 +195,9 @@ TEST_CASE("record_from_json refuses forged nodes, naming the field") {
   refused([](json& j) { j["result"] = std::string(40, 'f'); }, "result");
 }
 
-TEST_CASE("a job array's nodes: queued until claimed, each keeps its task's dispatch, the scheduler's cancel is interrupted") {
+TEST_CASE(
+    "a job array's nodes: queued until claimed, each keeps its task's dispatch, the scheduler's cancel is "
+    "interrupted") {
   using mullet::jobs::DispatchRecord;
   SUBCASE("queued while a node waits, running while one runs") {
     auto job = job_of({node(1, JobState::queued, 0, 0), node(2, JobState::queued, 0, 0)});
