@@ -45,6 +45,17 @@ cancel_on_exit() {
 }
 SUBMITTED=()
 
+# hold_the_node: a job of both CPUs that runs until stopped, so that what is
+# submitted next waits; sets HOLDER (its job), HOLDER_ID (the scheduler's)
+# and HOLDER_MARK (its worker's `sleep` marker). Leaves the config at 2 CPUs.
+hold_the_node() {
+  slurm_config 2
+  HOLDER_MARK="$(marker)"
+  submit -m "holds the node" --command "sleep $HOLDER_MARK"
+  HOLDER="$JOB"
+  HOLDER_ID="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
+}
+
 scheduler_state() {
   squeue -h -j "$1" -o %T 2>/dev/null
 }
@@ -169,11 +180,8 @@ test_a_job_the_scheduler_kills_is_interrupted_and_resume_finishes_it() {
 test_a_queued_job_the_scheduler_cancels_shows_interrupted() {
   new_repo repo
   cd repo
-  slurm_config 2
-  local mark
-  mark="$(marker)"
-  submit -m "holds the node" --command "sleep $mark"
-  local holder="$JOB"
+  hold_the_node
+  local mark="$HOLDER_MARK" holder="$HOLDER"
   submit -m "waits" --command 'echo later >later'
   local waiting="$JOB" waiting_id
   waiting_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
@@ -446,11 +454,8 @@ test_a_task_the_scheduler_cancels_is_interrupted_and_resume_runs_only_it() {
 test_a_configuration_broken_while_queued_fails_the_array() {
   new_repo repo
   cd repo
-  slurm_config 2
-  local mark
-  mark="$(marker)"
-  submit -m "holds the node" --command "sleep $mark"
-  local holder="$JOB"
+  hold_the_node
+  local mark="$HOLDER_MARK" holder="$HOLDER"
   submit_array -m "waits" --nodes 2 --command 'echo never >never'
   local waiting="$JOB"
   wait_until 60 is_running "sleep $mark"
@@ -474,13 +479,10 @@ test_attack_forged_array_tasks_and_a_copied_record_run_nothing() {
   local holder_id array
   new_repo a
   cd a
-  slurm_config 2
-  local mark
-  mark="$(marker)"
-  submit -m "holds the node" --command "sleep $mark"
-  holder_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
+  hold_the_node
+  local mark="$HOLDER_MARK" holder="$HOLDER" work
+  holder_id="$HOLDER_ID"
   cancel_on_exit "$holder_id"
-  local holder="$JOB" work
   work="$(marker)"
   # One CPU a task: both run once the holder is gone.
   slurm_config 1
