@@ -26,8 +26,9 @@ struct ListOptions {
 
 constexpr const char* damaged_state = "damaged";
 
-std::string shown_state(const jobs::JobSummary& job) {
-  return job.damage.empty() ? jobs::state_name(jobs::effective_state(job.record)) : damaged_state;
+// `scheduler`: the scheduler's answer for all dispatched jobs, asked once.
+std::string shown_state(const jobs::JobSummary& job, const jobs::SchedulerTable& scheduler) {
+  return job.damage.empty() ? jobs::state_name(jobs::effective_state(job.record, &scheduler)) : damaged_state;
 }
 
 // A job in the list's order, with its creation time (every job's is needed
@@ -129,7 +130,8 @@ std::string change_counts(const jobs::ChangeStats& changes) {
 // (or what is damaged). Only the last cell is the job's own text (a fetched
 // record's: anyone's): it is made safe here, before it is measured; the
 // others are ours.
-void append_row(std::vector<std::string>& cells, const Listed& listed, std::int64_t now_ms) {
+void append_row(std::vector<std::string>& cells, const Listed& listed, std::int64_t now_ms,
+                const jobs::SchedulerTable& scheduler) {
   const auto& job = *listed.job;
   const auto& record = job.record;
   if (!job.damage.empty()) {
@@ -140,7 +142,7 @@ void append_row(std::vector<std::string>& cells, const Listed& listed, std::int6
   }
   const auto& created = listed.created_ms;
   const auto finished = util::parse_utc_ms(record.finished_at);
-  const jobs::JobState state = jobs::effective_state(record);
+  const jobs::JobState state = jobs::effective_state(record, &scheduler);
   cells.push_back(job.id);
   cells.push_back(jobs::state_name(state));
   cells.push_back(created ? util::format_elapsed(now_ms - *created) : "-");
@@ -154,13 +156,13 @@ void append_row(std::vector<std::string>& cells, const Listed& listed, std::int6
   cells.push_back(record.cost_usd ? "$" + util::format_decimal(*record.cost_usd, 2) : "-");
   cells.push_back(record.changes ? change_counts(*record.changes) : "-");
   // A job of several nodes is one line, its title led by how its nodes did.
-  cells.push_back(util::terminal_safe(record.nodes.empty() ? record.title
-                                                           : "[" + jobs::nodes_summary(record) + "] " + record.title));
+  cells.push_back(util::terminal_safe(
+      record.nodes.empty() ? record.title : "[" + jobs::nodes_summary(record, &scheduler) + "] " + record.title));
 }
 
 // One line per job; on a terminal a header and titles cut to the width.
 // Piped, no header, so every line is a job.
-std::string table(const std::vector<Listed>& jobs) {
+std::string table(const std::vector<Listed>& jobs, const jobs::SchedulerTable& scheduler) {
   const std::size_t columns = terminal_columns();
   std::vector<std::string> cells;
   cells.reserve((jobs.size() + 1) * table_columns);
@@ -170,7 +172,7 @@ std::string table(const std::vector<Listed>& jobs) {
     }
   }
   const std::int64_t now = util::epoch_ms();
-  for (const auto& listed : jobs) append_row(cells, listed, now);
+  for (const auto& listed : jobs) append_row(cells, listed, now, scheduler);
   std::vector<std::size_t> widths(table_columns - 1, 0);
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const std::size_t column = i % table_columns;
@@ -203,10 +205,17 @@ int list(const ListOptions& options) {
   git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0);
   const auto summaries = jobs::JobStore(repo).summaries();
   const bool none_at_all = summaries.empty();
+  // The scheduler is asked once for every dispatched job (and each node of
+  // a job array), never once per job.
+  std::vector<const jobs::RecordSummary*> trusted;
+  for (const auto& job : summaries) {
+    if (job.damage.empty()) trusted.push_back(&job.record);
+  }
+  const jobs::SchedulerTable scheduler = jobs::ask_scheduler(trusted);
   auto jobs = newest_first(summaries);
   if (!states.empty()) {
     std::erase_if(jobs, [&](const Listed& listed) {
-      return std::find(states.begin(), states.end(), shown_state(*listed.job)) == states.end();
+      return std::find(states.begin(), states.end(), shown_state(*listed.job, scheduler)) == states.end();
     });
   }
   if (options.count > 0 && jobs.size() > static_cast<std::size_t>(options.count)) {
@@ -221,9 +230,10 @@ int list(const ListOptions& options) {
         continue;
       }
       nlohmann::json item = jobs::summary_json(job.record);
-      item["state"] = shown_state(job);
+      item["state"] = shown_state(job, scheduler);
       for (std::size_t n = 0; n < job.record.nodes.size() && item.contains("nodes"); ++n) {
-        item["nodes"][n]["state"] = jobs::state_name(jobs::effective_node_state(job.record, job.record.nodes[n]));
+        item["nodes"][n]["state"] =
+            jobs::state_name(jobs::effective_node_state(job.record, job.record.nodes[n], &scheduler));
       }
       array.push_back(item);
     }
@@ -238,7 +248,7 @@ int list(const ListOptions& options) {
     std::cerr << "no job is " << util::join(states, " or ") << "\n";
     return 0;
   }
-  std::cout << table(jobs);
+  std::cout << table(jobs, scheduler);
   return 0;
 }
 

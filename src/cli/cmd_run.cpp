@@ -171,14 +171,9 @@ int print_node_plans(const git::Repository& repo, const std::vector<config::Sett
 }
 
 // Where the job runs: --on, else [dispatch] engine. A job of several nodes
-// runs here only (a job array is not built yet).
-std::string dispatch_engine(const RunOptions& options, const config::Settings& settings, bool several_nodes) {
-  std::string engine = options.on.empty() ? settings.dispatch.engine : options.on;
-  if (engine != "local" && several_nodes) {
-    throw usage_error("a job of several nodes cannot be dispatched to " + engine + " yet",
-                      "run it here with --on local, or dispatch one job per node");
-  }
-  return engine;
+// dispatched is one job array, a task per node.
+std::string dispatch_engine(const RunOptions& options, const config::Settings& settings) {
+  return options.on.empty() ? settings.dispatch.engine : options.on;
 }
 
 int run(const RunOptions& options) {
@@ -265,7 +260,7 @@ int run(const RunOptions& options) {
   }
 
   jobs::RunRequest request;
-  request.dispatch_engine = dispatch_engine(options, settings, !node_settings.empty());
+  request.dispatch_engine = dispatch_engine(options, settings);
   request.prompt = prompt;
   request.title = options.title;
   request.base = base;

@@ -10,6 +10,7 @@
 #include "jobs/dispatch.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
+#include "jobs/nodes.hpp"
 #include "jobs/store.hpp"
 #include "util/clock.hpp"
 #include "util/error.hpp"
@@ -104,8 +105,23 @@ void stop_dispatched(const git::Repository& repo, jobs::JobStore& store, const j
   store.update(id, [](jobs::JobRecord& stored) {
     if (stored.dispatch) stored.dispatch->reason = jobs::stop_requested_reason;
   });
+  // A job array's id cancels all its tasks.
   if (!scheduler_id.empty()) engine->cancel(scheduler_id, key, id);
   store.update(id, [](jobs::JobRecord& stored) {
+    if (!stored.nodes.empty()) {
+      // A job array's nodes no task claimed: none will now.
+      bool ended = false;
+      for (auto& node : stored.nodes) {
+        if (node.state != jobs::JobState::queued) continue;
+        node.state = jobs::JobState::cancelled;
+        node.error = "cancelled before it started";
+        node.finished_at = util::now_utc();
+        ended = true;
+      }
+      jobs::settle_job(stored);
+      if (ended && !jobs::is_active(stored.state)) stored.finished_at = util::now_utc();
+      return;
+    }
     if (stored.state != jobs::JobState::queued) return;
     stored.state = jobs::JobState::cancelled;
     stored.error = "cancelled before it started";

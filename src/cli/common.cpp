@@ -170,15 +170,26 @@ void print_job_outcome(const jobs::JobRecord& record, const std::string& hint, b
 jobs::RunOutcome take_up_job(const std::string& job, jobs::RunRequest request) {
   const git::Repository repo = open_repository();
   const auto [found, node] = jobs::JobStore(repo).find_address(job);
+  // A task of a job array runs the node its scheduler says, checked first.
+  request.node = request.dispatched ? jobs::dispatched_node(repo, found.record) : node;
   const git_oid base = git::oid_from_string(found.record.base);
-  config::Config config = load_config(&repo, base);
-  const auto local = jobs::local_run_flags(repo, found.record.id);
-  request.gates = jobs::restore_run_flags(found.record, config, local);
-  request.node = node;
-  for (const auto& node_config : jobs::restore_node_flags(found.record, config, local)) {
-    request.node_settings.push_back(node_config.settings());
+  std::optional<config::Config> config;
+  try {
+    config = load_config(&repo, base);
+    const auto local = jobs::local_run_flags(repo, found.record.id);
+    request.gates = jobs::restore_run_flags(found.record, *config, local);
+    for (const auto& node_config : jobs::restore_node_flags(found.record, *config, local)) {
+      request.node_settings.push_back(node_config.settings());
+    }
+  } catch (const Error& error) {
+    // The node re-reads the configuration as a local job would: one changed
+    // while the job was queued, so that its recorded flags no longer apply
+    // (or broken), fails the job (its node), which would otherwise wait
+    // queued for a claim that never comes.
+    if (!request.dispatched) throw;
+    return jobs::fail_queued(repo, found.record.id, request.node, error);
   }
-  return jobs::resume_job(repo, config.settings(), found.record.id, request);
+  return jobs::resume_job(repo, config->settings(), found.record.id, request);
 }
 
 void print_run_outcome(const jobs::RunOutcome& outcome, bool json) {

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "jobs/id.hpp"
+#include "jobs/record.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"
@@ -68,20 +69,7 @@ class SlurmEngine : public DispatchEngine {
     return id;
   }
 
-  SchedulerView status(const std::string& scheduler_id, const std::string& job_id) override {
-    SchedulerView view = lookup(scheduler_id);
-    if (view.status == SchedulerStatus::unknown || view.state == gone_state) return view;
-    if (!names_job(view.name, job_id)) {
-      return {SchedulerStatus::ended,
-              "NOT_THIS_JOB",
-              "the scheduler's job " + scheduler_id + " is another job (named " + util::first_line(view.name, 80) + ")",
-              "",
-              view.name,
-              true};
-    }
-    return view;
-  }
-
+  // An array's id cancels every task of it, queued or running.
   void cancel(const std::string& scheduler_id, const std::string& repository_key, const std::string& job_id) override {
     require_this_job(status(scheduler_id, job_id), scheduler_id, repository_key, job_id);
     const auto run = run_scheduler({"scancel", scheduler_id});
@@ -90,27 +78,90 @@ class SlurmEngine : public DispatchEngine {
     }
   }
 
- private:
-  static constexpr const char* gone_state = "GONE";
-
-  SchedulerView lookup(const std::string& scheduler_id) {
+  // One id: `scontrol show job -o ID` (an array's id lists all its tasks);
+  // several: every job the controller knows, in one call.
+  SchedulerTable query(const std::vector<std::string>& scheduler_ids) override {
+    std::set<std::string> arrays;
+    for (const auto& id : scheduler_ids) {
+      if (!id.empty()) arrays.insert(array_job_of(id));
+    }
+    if (arrays.empty()) return {true, {}};
+    std::vector<std::string> argv = {"scontrol", "show", "job", "-o"};
+    if (arrays.size() == 1) argv.push_back(*arrays.begin());
     util::CapturedRun run;
     try {
-      run = run_scheduler({"scontrol", "show", "job", "-o", scheduler_id});
+      run = run_scheduler(argv);
     } catch (const Error&) {
       return {};
     }
-    if (run.status.success()) return parse_scontrol_job(util::first_line(run.out, 1U << 16U));
+    if (run.status.success()) return parse_scontrol_jobs(run.out);
     // A job it no longer knows (MinJobAge passed, or a controller that lost
     // its state): ended, for all we can tell.
-    if (run.err.find("Invalid job id") != std::string::npos) {
-      return {SchedulerStatus::ended, gone_state, "the scheduler no longer knows the job", "", "", false};
-    }
+    if (arrays.size() == 1 && run.err.find("Invalid job id") != std::string::npos) return {true, {}};
     return {};
   }
 };
 
+// ArrayTaskId's task numbers: "3", "2-4,7", "1-9:2", "%N" (a throttle) cut
+// off. Only the numbers a job of ours can have are entered: a huge array
+// of someone else's costs nothing.
+std::vector<int> array_tasks_of(const std::string& text) {
+  constexpr int highest = 1024;
+  std::vector<int> tasks;
+  for (const auto& part : util::split(text.substr(0, text.find('%')), ',')) {
+    const std::string range = part.substr(0, part.find(':'));
+    const auto dash = range.find('-');
+    const auto number = [](const std::string& digits) {
+      if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
+      return std::stoi(digits);
+    };
+    const int first = number(range.substr(0, dash));
+    const int last = dash == std::string::npos ? first : number(range.substr(dash + 1));
+    if (first < 0 || last < first) continue;
+    for (int task = first; task <= std::min(last, highest); ++task) tasks.push_back(task);
+  }
+  return tasks;
+}
+
+constexpr const char* gone_state = "GONE";
+
 }  // namespace
+
+SchedulerView DispatchEngine::status(const std::string& scheduler_id, const std::string& job_id) {
+  return query({scheduler_id}).view(scheduler_id, job_id);
+}
+
+SchedulerView SchedulerTable::view(const std::string& scheduler_id, const std::string& job_id) const {
+  if (!answered) return {};
+  SchedulerView found;
+  if (const auto exact = jobs.find(scheduler_id); exact != jobs.end()) {
+    found = exact->second;
+  } else if (scheduler_id.find('_') == std::string::npos) {
+    // An array's own id: its tasks together.
+    const std::string prefix = scheduler_id + "_";
+    bool any = false;
+    for (auto task = jobs.lower_bound(prefix); task != jobs.end() && task->first.starts_with(prefix); ++task) {
+      const SchedulerView& view = task->second;
+      const bool better = !any ||
+                          (view.status == SchedulerStatus::running && found.status != SchedulerStatus::running) ||
+                          (view.status == SchedulerStatus::pending && found.status == SchedulerStatus::ended);
+      if (better) found = view;
+      any = true;
+    }
+    if (!any) return {SchedulerStatus::ended, gone_state, "the scheduler no longer knows the job", "", "", false};
+  } else {
+    return {SchedulerStatus::ended, gone_state, "the scheduler no longer knows the job", "", "", false};
+  }
+  if (!names_job(found.name, job_id)) {
+    return {SchedulerStatus::ended,
+            "NOT_THIS_JOB",
+            "the scheduler's job " + scheduler_id + " is another job (named " + util::first_line(found.name, 80) + ")",
+            "",
+            found.name,
+            true};
+  }
+  return found;
+}
 
 std::string batch_script() {
   return "#!/bin/sh\n# git-mullet: runs its arguments (the binary, __run-dispatched, the job's id)\nexec \"$@\"\n";
@@ -126,14 +177,22 @@ std::vector<std::string> sbatch_argv(const SubmitRequest& request) {
     throw failure("internal error: '" + request.repository_key + "' is not a repository key");
   }
   const std::int64_t minutes = std::max<std::int64_t>(1, (request.time_seconds + 59) / 60 + 1);
-  std::vector<std::string> argv = {"sbatch",
-                                   "--parsable",
-                                   "--job-name=" + scheduler_job_name(request.repository_key, request.job_id),
-                                   "--chdir=" + request.repository,
-                                   "--output=" + request.output_path,
-                                   "--time=" + std::to_string(minutes),
-                                   "--cpus-per-task=" + std::to_string(request.dispatch.cpus),
-                                   "--ntasks=1"};
+  std::vector<std::string> argv = {
+      "sbatch", "--parsable", "--job-name=" + scheduler_job_name(request.repository_key, request.job_id),
+      // Slurm takes --chdir as it is (22.05: a '%%' in it stays two).
+      "--chdir=" + request.repository,
+      // --output expands %j, %a...: the path's own '%' doubled, and
+      // one log per task of an array (.1, .2...).
+      "--output=" + escape_sbatch_pattern(request.output_path) + (request.array_tasks.empty() ? "" : ".%a"),
+      "--time=" + std::to_string(minutes), "--cpus-per-task=" + std::to_string(request.dispatch.cpus), "--ntasks=1"};
+  if (!request.array_tasks.empty()) {
+    std::vector<std::string> tasks;
+    for (const int task : request.array_tasks) {
+      if (task < 1 || task > max_nodes) throw failure("internal error: array task " + std::to_string(task));
+      tasks.push_back(std::to_string(task));
+    }
+    argv.push_back("--array=" + util::join(tasks, ","));
+  }
   if (request.memory_mb > 0) argv.push_back("--mem=" + std::to_string(request.memory_mb) + "M");
   if (!request.dispatch.partition.empty()) argv.push_back("--partition=" + request.dispatch.partition);
   if (!request.dispatch.account.empty()) argv.push_back("--account=" + request.dispatch.account);
@@ -184,6 +243,46 @@ SchedulerView parse_scontrol_job(const std::string& line) {
   }
   view.status = view.state.empty() ? SchedulerStatus::unknown : status_of(view.state);
   return view;
+}
+
+SchedulerTable parse_scontrol_jobs(const std::string& output) {
+  SchedulerTable table;
+  table.answered = true;
+  for (const auto& line : util::split(output, '\n')) {
+    const SchedulerView view = parse_scontrol_job(line);
+    if (view.status == SchedulerStatus::unknown) continue;
+    std::string job;
+    std::string array;
+    std::string tasks;
+    std::set<std::string> seen;
+    for (const auto& field : util::split(line, ' ')) {
+      const auto equals = field.find('=');
+      if (equals == std::string::npos || !seen.insert(field.substr(0, equals)).second) continue;
+      const std::string key = field.substr(0, equals);
+      if (key == "JobId") job = field.substr(equals + 1);
+      if (key == "ArrayJobId") array = field.substr(equals + 1);
+      if (key == "ArrayTaskId") tasks = field.substr(equals + 1);
+    }
+    if (!array.empty() && array != "(null)" && is_scheduler_id(array) && !tasks.empty()) {
+      for (const int task : array_tasks_of(tasks)) table.jobs[array + "_" + std::to_string(task)] = view;
+    } else if (!job.empty() && is_scheduler_id(job)) {
+      table.jobs[job] = view;
+    }
+  }
+  return table;
+}
+
+std::string array_job_of(const std::string& scheduler_id) {
+  return scheduler_id.substr(0, scheduler_id.find('_'));
+}
+
+std::string escape_sbatch_pattern(const std::string& path) {
+  std::string escaped;
+  for (const char c : path) {
+    if (c == '%') escaped += '%';
+    escaped += c;
+  }
+  return escaped;
 }
 
 std::unique_ptr<DispatchEngine> make_dispatch_engine(const std::string& name) {

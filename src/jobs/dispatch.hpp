@@ -8,6 +8,7 @@
 // scheduler's states onto ours (SchedulerStatus).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,10 @@ struct SubmitRequest {
   config::DispatchSettings dispatch;
   std::int64_t time_seconds = 0;  // limits.job_timeout
   std::int64_t memory_mb = 0;     // limits.memory_mb; 0: the scheduler's default
+  // A job of several nodes is one job array: the task ids to run (its
+  // nodes' numbers: 1..N, or the unfinished ones on resume). Empty: a job
+  // of one node.
+  std::vector<int> array_tasks;
 };
 
 // The scheduler's view of a job, mapped onto ours.
@@ -49,13 +54,31 @@ struct SchedulerView {
   bool foreign = false;
 };
 
+// The scheduler's answer about its jobs, each by its id: "12" for a job,
+// "12_3" for task 3 of array 12 (a pending array's tasks one by one, as
+// their ids, though the scheduler lists them as one).
+struct SchedulerTable {
+  bool answered = false;  // the scheduler answered: an id it did not list has ended
+  std::map<std::string, SchedulerView> jobs;
+  // The view of `scheduler_id` as job `job_id`'s: unknown without an answer,
+  // ended when the scheduler does not list it, foreign (and ended) when it
+  // names another job. An array's own id stands for its tasks together:
+  // running while one runs, else pending while one waits, else ended.
+  SchedulerView view(const std::string& scheduler_id, const std::string& job_id) const;
+};
+
 class DispatchEngine {
  public:
   virtual ~DispatchEngine() = default;
-  // Submits the job; returns the scheduler's id for it. Throws mullet::Error.
+  // Submits the job (a job array when request.array_tasks is set); returns
+  // the scheduler's id for it. Throws mullet::Error.
   virtual std::string submit(const SubmitRequest& request) = 0;
+  // The scheduler's view of the jobs `scheduler_ids` (an array task's id
+  // asks for its whole array), in one question: `list` asks once for all
+  // its jobs, never once per job or node.
+  virtual SchedulerTable query(const std::vector<std::string>& scheduler_ids) = 0;
   // The scheduler's view of `scheduler_id`, which must be job `job_id`'s.
-  virtual SchedulerView status(const std::string& scheduler_id, const std::string& job_id) = 0;
+  SchedulerView status(const std::string& scheduler_id, const std::string& job_id);
   // Asks the scheduler to end it, queued or running (a running one gets
   // SIGTERM, which cancels it as a local job). Refuses, cancelling nothing,
   // unless the scheduler names that id as job `job_id`'s of the repository
@@ -88,5 +111,15 @@ bool names_job(const std::string& name, const std::string& job_id);
 // `scontrol show job -o`'s one line read into a view (pure). The first of
 // each field counts: later ones (WorkDir, Command, StdOut) hold paths.
 SchedulerView parse_scontrol_job(const std::string& line);
+// `scontrol show job -o`'s lines (one job or array task each) read into a
+// table (pure; answered). An array's line names its tasks (ArrayTaskId "3",
+// or "2-4,7%2" while they wait): each is entered as ARRAY_TASK.
+SchedulerTable parse_scontrol_jobs(const std::string& output);
+// The array's id in a task's id ("12" of "12_3"); the id itself otherwise.
+std::string array_job_of(const std::string& scheduler_id);
+// A path given to sbatch in an option it expands (--output, --error,
+// --input: %j, %a, %%...): each '%' doubled, so it names the path as it is.
+// (--chdir is taken as it is.)
+std::string escape_sbatch_pattern(const std::string& path);
 
 }  // namespace mullet::jobs

@@ -79,18 +79,40 @@ RunnerStop stop_runner(const RunnerRecord& runner, std::chrono::milliseconds bou
 namespace {
 
 // Whether the scheduler's view decides: a dispatched job not ended whose
-// runner, if any, is on another machine (on this one its pid tells).
+// runner, if any, is on another machine (on this one its pid tells); every
+// job array not ended (its tasks' runners are not on record).
 template <typename Record>
 bool scheduler_decides(const Record& record) {
   if (!record.dispatch || record.dispatch->scheduler_id.empty() || !is_active(record.state)) return false;
-  return record.state == JobState::queued || record.runner.boot_id != boot_id();
+  return !record.nodes.empty() || record.state == JobState::queued || record.runner.boot_id != boot_id();
+}
+
+// The scheduler's view of the job: from `table`, else asked (once for all
+// of a job array's tasks).
+template <typename Record>
+SchedulerTable answer_for(const Record& record, const SchedulerTable* table) {
+  if (table != nullptr) return *table;
+  return make_dispatch_engine(record.dispatch->engine)->query({record.dispatch->scheduler_id});
 }
 
 // For a whole record and its summary alike: the fields are the same.
 template <typename Record>
-JobState effective_state_of(const Record& record) {
+JobState effective_state_of(const Record& record, const SchedulerTable* table) {
+  if (scheduler_decides(record) && !record.nodes.empty()) {
+    const SchedulerTable answer = answer_for(record, table);
+    bool running = false;
+    bool queued = false;
+    for (const auto& node : record.nodes) {
+      if (!is_active(node.state)) continue;
+      const JobState state = dispatched_node_state(*record.dispatch, record.id, node.number, node.state, &answer);
+      running = running || state == JobState::running;
+      queued = queued || state == JobState::queued;
+    }
+    if (running) return JobState::running;
+    return queued ? JobState::queued : JobState::interrupted;
+  }
   if (scheduler_decides(record)) {
-    const auto view = make_dispatch_engine(record.dispatch->engine)->status(record.dispatch->scheduler_id, record.id);
+    const auto view = answer_for(record, table).view(record.dispatch->scheduler_id, record.id);
     // Pending or running, or no answer: as the record says.
     return view.status == SchedulerStatus::ended ? JobState::interrupted : record.state;
   }
@@ -100,11 +122,33 @@ JobState effective_state_of(const Record& record) {
 
 }  // namespace
 
-JobState effective_state(const JobRecord& record) {
-  return effective_state_of(record);
+JobState effective_state(const JobRecord& record, const SchedulerTable* table) {
+  return effective_state_of(record, table);
 }
-JobState effective_state(const RecordSummary& summary) {
-  return effective_state_of(summary);
+JobState effective_state(const RecordSummary& summary, const SchedulerTable* table) {
+  return effective_state_of(summary, table);
+}
+
+JobState dispatched_node_state(const DispatchRecord& dispatch, const std::string& job_id, int number, JobState state,
+                               const SchedulerTable* table) {
+  if (!is_active(state) || dispatch.scheduler_id.empty()) return state;
+  const std::string task = dispatch.scheduler_id + "_" + std::to_string(number);
+  const auto view =
+      table != nullptr ? table->view(task, job_id) : make_dispatch_engine(dispatch.engine)->status(task, job_id);
+  return view.status == SchedulerStatus::ended ? JobState::interrupted : state;
+}
+
+SchedulerTable ask_scheduler(const std::vector<const RecordSummary*>& summaries) {
+  std::vector<std::string> ids;
+  std::string engine;
+  for (const auto* summary : summaries) {
+    if (!scheduler_decides(*summary)) continue;
+    ids.push_back(summary->dispatch->scheduler_id);
+    engine = summary->dispatch->engine;
+  }
+  if (ids.empty()) return {true, {}};
+  // Records name one engine (record.cpp accepts "slurm" only).
+  return make_dispatch_engine(engine)->query(ids);
 }
 
 std::string interrupted_reason(const JobRecord& record) {

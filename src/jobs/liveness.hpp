@@ -4,7 +4,9 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <vector>
 
+#include "jobs/dispatch.hpp"
 #include "jobs/record.hpp"
 
 namespace mullet::jobs {
@@ -24,8 +26,20 @@ bool runner_alive(const RunnerRecord& runner);
 // A dispatched job not ended whose runner is not on this machine is what its
 // scheduler says: one the scheduler ended (timeout, node failure,
 // preemption, cancelled) or forgot is "interrupted".
-JobState effective_state(const JobRecord& record);
-JobState effective_state(const RecordSummary& summary);
+// A job array's (a dispatched job of several nodes) is its nodes' as the
+// scheduler sees them: running while one runs, queued while one waits,
+// else interrupted (the job settles itself when its last node ends).
+// `table`: the scheduler's answer when it was asked already (`list` asks
+// once for all its jobs, ask_scheduler); else it is asked here.
+JobState effective_state(const JobRecord& record, const SchedulerTable* table = nullptr);
+JobState effective_state(const RecordSummary& summary, const SchedulerTable* table = nullptr);
+// Node `number` of a job array not ended (`state`, queued or running, on
+// record): interrupted when the scheduler ended or forgot its task.
+JobState dispatched_node_state(const DispatchRecord& dispatch, const std::string& job_id, int number, JobState state,
+                               const SchedulerTable* table);
+// The scheduler's answer for every job of `summaries` effective_state would
+// ask it about, in one question (none asked: an empty answer).
+SchedulerTable ask_scheduler(const std::vector<const RecordSummary*>& summaries);
 // Why a dispatched job shows as interrupted, in the scheduler's words; empty
 // for a local job, or when the scheduler still has it.
 std::string interrupted_reason(const JobRecord& record);

@@ -34,6 +34,12 @@ JobRecord node_view(const JobRecord& job, int number) {
   JobRecord view = job;
   view.nodes.clear();
   copy_run_fields(node, view);
+  if (node.dispatch) {
+    // A task of a job array: seen as a dispatched job of one, its task's
+    // id; no runner of its own is on record, so the scheduler tells.
+    view.dispatch = node.dispatch;
+    view.runner = {};
+  }
   return view;
 }
 
@@ -47,9 +53,24 @@ NodeRecord node_from_view(const JobRecord& view, int number) {
 void store_node(JobRecord& job, const JobRecord& view, int number) {
   NodeRecord& node = job.nodes.at(static_cast<std::size_t>(number - 1));
   const std::string started_at = node.started_at;
+  auto dispatch = std::move(node.dispatch);
   node = node_from_view(view, number);
   node.started_at = started_at;
+  // A task of a job array: its dispatch stays as stored, and a cancel that
+  // `git mullet stop` did not ask for (its mark is the job's) is the
+  // scheduler's doing: interrupted, in this same write, as for a job of one.
+  node.dispatch = std::move(dispatch);
+  const bool stop_asked = job.dispatch && job.dispatch->reason == stop_requested_reason;
+  if (node.dispatch && node.state == JobState::cancelled && !stop_asked) {
+    node.state = JobState::interrupted;
+    node.dispatch->reason = "SIGTERM from the scheduler";
+    node.error = "the scheduler ended " + node.dispatch->engine + " job " + node.dispatch->scheduler_id +
+                 " before the node ended (scancel, time limit, preemption or shutdown)";
+  }
   settle_job(job);
+  // The last task of an array to end ends the job (a local job's runner
+  // writes its end itself).
+  if (job.dispatch && !is_active(job.state) && !node.finished_at.empty()) job.finished_at = node.finished_at;
 }
 
 std::optional<int> choose_node(const std::vector<NodeStanding>& nodes) {
@@ -124,6 +145,11 @@ void settle_job(JobRecord& job) {
     job.state = JobState::running;
     return;
   }
+  // A job array's nodes the scheduler has not started yet.
+  if (any(JobState::queued)) {
+    job.state = JobState::queued;
+    return;
+  }
   if (chosen) {
     job.state = JobState::succeeded;
     return;
@@ -147,40 +173,48 @@ void settle_job(JobRecord& job) {
 
 namespace {
 
-// For a whole record and its summary alike: the fields are the same.
+// For a whole record and its summary alike: the fields are the same. A
+// node of a job array not ended is what the scheduler says of its task
+// (ended: interrupted); a local job's node running with its job's runner
+// gone is interrupted.
 template <typename Record, typename Node>
-JobState effective_node_state_of(const Record& job, const Node& node) {
+JobState effective_node_state_of(const Record& job, const Node& node, const SchedulerTable* table) {
+  if (job.dispatch && is_active(node.state))
+    return dispatched_node_state(*job.dispatch, job.id, node.number, node.state, table);
   if (node.state == JobState::running && !runner_alive(job.runner)) return JobState::interrupted;
   return node.state;
 }
 
 template <typename Record>
-std::string nodes_summary_of(const Record& job) {
+std::string nodes_summary_of(const Record& job, const SchedulerTable* table) {
   std::size_t passed = 0;
   std::size_t running = 0;
+  std::size_t queued = 0;
   for (const auto& node : job.nodes) {
-    const JobState state = effective_node_state_of(job, node);
+    const JobState state = effective_node_state_of(job, node, table);
     if (state == JobState::succeeded) ++passed;
     if (state == JobState::running) ++running;
+    if (state == JobState::queued) ++queued;
   }
   const std::string count = "/" + std::to_string(job.nodes.size());
   if (running > 0) return std::to_string(running) + count + " running";
+  if (queued > 0) return std::to_string(queued) + count + " queued";
   return std::to_string(passed) + count + " passed";
 }
 
 }  // namespace
 
-JobState effective_node_state(const JobRecord& job, const NodeRecord& node) {
-  return effective_node_state_of(job, node);
+JobState effective_node_state(const JobRecord& job, const NodeRecord& node, const SchedulerTable* table) {
+  return effective_node_state_of(job, node, table);
 }
-JobState effective_node_state(const RecordSummary& job, const NodeSummary& node) {
-  return effective_node_state_of(job, node);
+JobState effective_node_state(const RecordSummary& job, const NodeSummary& node, const SchedulerTable* table) {
+  return effective_node_state_of(job, node, table);
 }
-std::string nodes_summary(const JobRecord& job) {
-  return nodes_summary_of(job);
+std::string nodes_summary(const JobRecord& job, const SchedulerTable* table) {
+  return nodes_summary_of(job, table);
 }
-std::string nodes_summary(const RecordSummary& job) {
-  return nodes_summary_of(job);
+std::string nodes_summary(const RecordSummary& job, const SchedulerTable* table) {
+  return nodes_summary_of(job, table);
 }
 
 std::string node_ending(JobState state, const std::optional<ChangeStats>& changes, const std::string& error) {

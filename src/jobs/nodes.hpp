@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "jobs/dispatch.hpp"
 #include "jobs/record.hpp"
 
 namespace mullet::jobs {
@@ -15,7 +16,8 @@ namespace mullet::jobs {
 // The job's record with node `number`'s fields in place of its own (state,
 // result, error, phases, attempts, report, cost, changes, progress, executor,
 // started_at as created_at, finished_at) and no nodes: what a node's run
-// reads and writes.
+// reads and writes. A job array's node has its task's dispatch and no
+// runner (its effective state is the scheduler's word on its task).
 JobRecord node_view(const JobRecord& job, int number);
 // Node `number` as `view` (from node_view) left it.
 NodeRecord node_from_view(const JobRecord& view, int number);
@@ -38,19 +40,24 @@ std::optional<int> chosen_node(const JobRecord& job);
 // One line saying why: "node 2: passed every gate, 12 changed lines (fewest of 3 that passed)".
 std::string choice_reason(const JobRecord& job, int number);
 
-// The job as a whole from its nodes: running while one runs; else succeeded
+// The job as a whole from its nodes: running while one runs; else queued
+// while one waits for its scheduler (a job array's); else succeeded
 // with the chosen node's result and changes; else the first of no_changes,
 // interrupted, cancelled, failed and refused a node ended in, with an error
 // naming each node's. cost_usd is the nodes' together; the executor is the
 // chosen node's, else the first node's.
 void settle_job(JobRecord& job);
 
-// A node's state as shown: running with its job's runner gone is interrupted.
-JobState effective_node_state(const JobRecord& job, const NodeRecord& node);
-JobState effective_node_state(const RecordSummary& job, const NodeSummary& node);
-// "3/4 passed", or "2/4 running" while nodes run.
-std::string nodes_summary(const JobRecord& job);
-std::string nodes_summary(const RecordSummary& job);
+// A node's state as shown: running with its job's runner gone is
+// interrupted; a job array's node not ended is what the scheduler says of
+// its task (liveness.hpp: dispatched_node_state; `table` the scheduler's
+// answer when it was asked already, else it is asked).
+JobState effective_node_state(const JobRecord& job, const NodeRecord& node, const SchedulerTable* table = nullptr);
+JobState effective_node_state(const RecordSummary& job, const NodeSummary& node, const SchedulerTable* table = nullptr);
+// "3/4 passed", or "2/4 running" while nodes run ("3/3 queued" while a job
+// array waits).
+std::string nodes_summary(const JobRecord& job, const SchedulerTable* table = nullptr);
+std::string nodes_summary(const RecordSummary& job, const SchedulerTable* table = nullptr);
 
 // How a node ended, as `run` and `wait` tell it: "failed · 2 files +3 -1 ·
 // <the error's first line>".

@@ -503,6 +503,9 @@ NodeRecord node_from_json(const Reader& in, const std::string& job) {
   if (const auto* progress = in.find("progress")) {
     node.progress = progress_from_json(Reader(*progress, in.field("progress"), job));
   }
+  if (const auto* dispatch = in.find("dispatch")) {
+    node.dispatch = dispatch_from_json(Reader(*dispatch, in.field("dispatch"), job));
+  }
   return node;
 }
 
@@ -672,6 +675,7 @@ nlohmann::json nodes_json(const std::vector<NodeRecord>& nodes) {
                      {"attempts", attempts_json(node.attempts)},
                      {"changes", changes_json(node.changes)},
                      {"progress", progress_json(node.progress)}});
+    if (node.dispatch) array.back()["dispatch"] = dispatch_json(*node.dispatch);
   }
   return array;
 }

@@ -132,6 +132,17 @@ struct LiveProgress {
 // The most nodes a job may have (`run --nodes N`, `--node`).
 inline constexpr int max_nodes = 16;
 
+// A job dispatched to a scheduler (`run --on slurm`): which engine, the
+// scheduler's own id for it, the node that claimed it, and why the
+// scheduler ended it when it did before the job did.
+struct DispatchRecord {
+  std::string engine;        // "slurm"
+  std::string scheduler_id;  // Slurm's job id (digits, `_N` for an array task)
+  std::string node;          // the host name of the node that runs it; empty while queued
+  std::string reason;        // the scheduler's word when it ended the job (TIMEOUT, NODE_FAIL...)
+  bool operator==(const DispatchRecord&) const = default;
+};
+
 // One node of a job of several (`run --nodes N`, `--node`): the same task,
 // run in a clone of its own, with its own sandbox, attempts, gates and logs.
 // The fields mean what JobRecord's fields of the same names mean for a job of
@@ -152,17 +163,11 @@ struct NodeRecord {
   std::vector<AttemptRecord> attempts;
   std::optional<ChangeStats> changes;
   std::optional<LiveProgress> progress;
-};
-
-// A job dispatched to a scheduler (`run --on slurm`): which engine, the
-// scheduler's own id for it, the node that claimed it, and why the
-// scheduler ended it when it did before the job did.
-struct DispatchRecord {
-  std::string engine;        // "slurm"
-  std::string scheduler_id;  // Slurm's job id (digits, `_N` for an array task)
-  std::string node;          // the host name of the node that runs it; empty while queued
-  std::string reason;        // the scheduler's word when it ended the job (TIMEOUT, NODE_FAIL...)
-  bool operator==(const DispatchRecord&) const = default;
+  // A node of a job dispatched as a job array (`run --on slurm --nodes N`):
+  // its array task (`<array id>_<N>` of the array that last ran it), the
+  // host that claimed it, the scheduler's word when it ended it. Unset for
+  // a job run where it was started.
+  std::optional<DispatchRecord> dispatch;
 };
 
 // The reason a dispatched job's record holds once `git mullet stop` asked its

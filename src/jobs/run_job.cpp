@@ -36,20 +36,35 @@ RunOutcome submit_queued(const git::Repository& repo, const config::Settings& se
   submit.dispatch = settings.dispatch;
   submit.time_seconds = settings.limits.job_timeout.count();
   submit.memory_mb = static_cast<std::int64_t>(settings.limits.memory_mb.count());
+  for (const auto& node : record.nodes) {
+    if (node.state == JobState::queued) submit.array_tasks.push_back(node.number);
+  }
   std::string scheduler_id;
   try {
     scheduler_id = engine->submit(submit);
   } catch (const Error& error) {
     const auto failed = store.update(record.id, [&](JobRecord& stored) {
+      for (auto& node : stored.nodes) {
+        if (node.state != JobState::queued) continue;
+        node.state = JobState::failed;
+        node.error = error.what();
+        node.finished_at = util::now_utc();
+      }
       stored.state = JobState::failed;
       stored.error = error.what();
       stored.finished_at = util::now_utc();
+      settle_job(stored);
     });
     return {failed.record, ExitCode::job_failed, error.hint()};
   }
-  // The node may have claimed it already: only the id is added.
-  const auto submitted =
-      store.update(record.id, [&](JobRecord& stored) { stored.dispatch->scheduler_id = scheduler_id; });
+  // The node may have claimed it already: only the ids are added.
+  const auto submitted = store.update(record.id, [&](JobRecord& stored) {
+    stored.dispatch->scheduler_id = scheduler_id;
+    for (const int task : submit.array_tasks) {
+      auto& node = stored.nodes.at(static_cast<std::size_t>(task - 1));
+      if (node.dispatch) node.dispatch->scheduler_id = scheduler_id + "_" + std::to_string(task);
+    }
+  });
   return {submitted.record, ExitCode::ok, ""};
 }
 
@@ -102,12 +117,17 @@ RunOutcome run_job(const git::Repository& repo, const config::Settings& settings
   record.runner = current_runner(repository_key(repo));
   record.run_flags = request.run_flags;
   record.nodes = node_records;
-  settle_job(record);
   const bool dispatching = !request.dispatch_engine.empty() && request.dispatch_engine != "local";
   if (dispatching) {
-    record.state = JobState::queued;
     record.dispatch = DispatchRecord{request.dispatch_engine, "", "", ""};
+    // Each node is a task of one job array, queued until it claims itself.
+    for (auto& node : record.nodes) {
+      node.state = JobState::queued;
+      node.dispatch = DispatchRecord{request.dispatch_engine, "", "", ""};
+    }
+    record.state = JobState::queued;
   }
+  settle_job(record);
   store.create(record);
   // What this machine started the job with, where no fetch reaches: resume
   // trusts the record's user-only flags only when they match this copy.

@@ -14,7 +14,9 @@ namespace mullet::jobs {
 RunOutcome run_job(const git::Repository& repo, const config::Settings& settings, const RunRequest& request);
 
 // Submits the queued, dispatched job `record` to its engine and records the
-// scheduler's id; a refused submission ends the job as failed.
+// scheduler's id; a refused submission ends the job as failed. A job of
+// several nodes is submitted as one job array of its queued nodes (task N
+// runs node N), each node recording its task's id.
 RunOutcome submit_queued(const git::Repository& repo, const config::Settings& settings, JobStore& store,
                          const JobRecord& record);
 

@@ -120,12 +120,21 @@ class NodeThread {
     m_quiet.show_worker_output = false;
   }
 
+  // A node run alone (a task of a job array): as root, a sandbox uid of its
+  // own, claimed in run().
+  void claim_uid() { m_claims_uid = true; }
+
   void run() {
     const JobPaths paths = node_paths(m_repo, m_id, m_node.number);
     std::string hint;
     // Held until the node's final record is stored.
     Slot slot;
+    ClaimedUid claimed;
     try {
+      if (m_claims_uid && ::geteuid() == 0) {
+        claimed = claim_sandbox_uid(sandbox_uid_range(m_node.settings.sandbox));
+        m_uid = claimed.uid;
+      }
       slot = wait_for_slot(m_repo, m_node.settings, m_view, false);
       {
         const std::lock_guard guard(m_lock);
@@ -186,6 +195,7 @@ class NodeThread {
   RunRequest m_quiet;  // what the node's run gets
   const NodeRun& m_node;
   std::optional<uid_t> m_uid;
+  bool m_claims_uid = false;
   std::mutex& m_lock;
 };
 
@@ -243,6 +253,25 @@ RunOutcome run_nodes_to_end(const git::Repository& repo, const config::Settings&
     }
     outcome = RunOutcome{finished.record, static_cast<ExitCode>(exit_code_for(finished.record.state)), hint};
   }
+  if (const auto problem = notify_job_end(settings.run.notify, outcome.record); !problem.empty()) {
+    std::cerr << "git mullet: warning: " << problem << "\n";
+  }
+  return outcome;
+}
+
+RunOutcome run_node_to_end(const git::Repository& repo, const config::Settings& settings, JobStore& store,
+                           const JobRecord& record, const RunRequest& request, const NodeRun& node) {
+  RunOutcome outcome;
+  {
+    std::mutex lock;
+    NodeThread run(repo.git_dir(), record, request, node, std::nullopt, lock);
+    run.claim_uid();
+    run.run();
+    const auto stored = store.load(record.id);
+    if (!stored) throw failure("job " + record.id + " was discarded while it ran");
+    outcome = RunOutcome{stored->record, static_cast<ExitCode>(exit_code_for(stored->record.state)), ""};
+  }
+  if (is_active(outcome.record.state)) return outcome;
   if (const auto problem = notify_job_end(settings.run.notify, outcome.record); !problem.empty()) {
     std::cerr << "git mullet: warning: " << problem << "\n";
   }

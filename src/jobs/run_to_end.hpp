@@ -48,6 +48,14 @@ struct NodeRun {
 RunOutcome run_nodes_to_end(const git::Repository& repo, const config::Settings& settings, JobStore& store,
                             JobRecord& record, const RunRequest& request, const std::vector<NodeRun>& nodes);
 
+// One node of a job of several, alone in this process: a task of a job
+// array (`run --on slurm --nodes N`), its node claimed already. The same
+// NodeThread as a local job's node, run here; as root it claims a sandbox
+// uid of its own (the array's tasks are processes of their own). The task
+// whose node ends the job last notifies ([run] notify).
+RunOutcome run_node_to_end(const git::Repository& repo, const config::Settings& settings, JobStore& store,
+                           const JobRecord& record, const RunRequest& request, const NodeRun& node);
+
 // What the record's result changed against its base, for `list`; unset
 // without a result, or when it cannot be counted.
 std::optional<ChangeStats> result_changes(const git::Repository& repo, const JobRecord& record);

@@ -156,3 +156,68 @@ TEST_CASE("scheduler ids and host names a record may hold") {
   for (const char* good : {"", "node1", "n-1.example.org"}) CHECK(is_host_name(good));
   for (const char* bad : {"a b", "a/b", "a\nb", "$(x)"}) CHECK_FALSE(is_host_name(bad));
 }
+
+TEST_CASE("a job of several nodes is one job array: its task ids, a log per task, '%' in paths kept as they are") {
+  auto submit = request();
+  submit.repository = "/shared/50%x/repo";
+  submit.output_path = "/shared/50%x/repo/.git/mullet/jobs/0123456789/dispatch.log";
+  submit.array_tasks = {1, 2, 3};
+  auto argv = sbatch_argv(submit);
+  CHECK(has(argv, "--array=1,2,3"));
+  // --output expands patterns: the path's own '%' doubled, then the task's.
+  CHECK(has(argv, "--output=/shared/50%%x/repo/.git/mullet/jobs/0123456789/dispatch.log.%a"));
+  // --chdir is taken as it is (Slurm 22.05 expands no pattern there).
+  CHECK(has(argv, "--chdir=/shared/50%x/repo"));
+  CHECK(has(argv, "--job-name=mullet-0a1b2c3d.0123456789"));
+  // Resume: the unfinished nodes only.
+  submit.array_tasks = {2, 3};
+  CHECK(has(sbatch_argv(submit), "--array=2,3"));
+  // A job of one: no array, its one log.
+  submit.array_tasks.clear();
+  argv = sbatch_argv(submit);
+  CHECK(std::none_of(argv.begin(), argv.end(), [](const std::string& word) { return word.starts_with("--array"); }));
+  CHECK(has(argv, "--output=/shared/50%%x/repo/.git/mullet/jobs/0123456789/dispatch.log"));
+  for (const int bad : {0, -1, 17}) {
+    submit.array_tasks = {1, bad};
+    CHECK_THROWS_AS(sbatch_argv(submit), Error);
+  }
+  CHECK(mullet::jobs::escape_sbatch_pattern("/a%%b%") == "/a%%%%b%%");
+}
+
+TEST_CASE("scontrol's lines: an array's tasks one by one, waiting ones listed together") {
+  using mullet::jobs::parse_scontrol_jobs;
+  const std::string name = "JobName=mullet-0a1b2c3d.0123456789 ";
+  const auto table = parse_scontrol_jobs(
+      "JobId=20 ArrayJobId=20 ArrayTaskId=2-3 " + name + "JobState=PENDING Reason=Resources\n" +
+      "JobId=21 ArrayJobId=20 ArrayTaskId=1 " + name + "JobState=RUNNING Reason=None BatchHost=node7\n" +
+      "JobId=12 JobName=other JobState=RUNNING Reason=None\n" +
+      "JobId=30 ArrayJobId=30 ArrayTaskId=1-100000%4 JobName=huge JobState=PENDING Reason=None\n" +
+      "No jobs in the system\n");
+  CHECK(table.answered);
+  CHECK(table.view("20_1", "0123456789").status == SchedulerStatus::running);
+  CHECK(table.view("20_1", "0123456789").node == "node7");
+  CHECK(table.view("20_2", "0123456789").status == SchedulerStatus::pending);
+  CHECK(table.view("20_3", "0123456789").status == SchedulerStatus::pending);
+  // Not listed: ended (forgotten).
+  CHECK(table.view("20_4", "0123456789").status == SchedulerStatus::ended);
+  CHECK(table.view("99", "0123456789").status == SchedulerStatus::ended);
+  // The array's own id: its tasks together.
+  CHECK(table.view("20", "0123456789").status == SchedulerStatus::running);
+  CHECK(table.view("20", "0123456789").name == "mullet-0a1b2c3d.0123456789");
+  // Another job's id is foreign.
+  CHECK(table.view("12", "0123456789").foreign);
+  CHECK(table.view("12", "0123456789").status == SchedulerStatus::ended);
+  // Someone's huge array costs a bounded table.
+  CHECK(table.jobs.size() < 1100);
+  CHECK(table.jobs.count("30_1024") == 1);
+  CHECK(table.jobs.count("30_1025") == 0);
+  // No answer: nothing can be said.
+  CHECK(mullet::jobs::SchedulerTable{}.view("20_1", "0123456789").status == SchedulerStatus::unknown);
+  // A pending array whose tasks all ended but one.
+  const auto waiting = parse_scontrol_jobs("JobId=20 ArrayJobId=20 ArrayTaskId=3 " + name +
+                                           "JobState=PENDING Reason=Resources\nJobId=22 ArrayJobId=20 ArrayTaskId=2 " +
+                                           name + "JobState=COMPLETED Reason=None\n");
+  CHECK(waiting.view("20", "0123456789").status == SchedulerStatus::pending);
+  CHECK(mullet::jobs::array_job_of("20_3") == "20");
+  CHECK(mullet::jobs::array_job_of("20") == "20");
+}

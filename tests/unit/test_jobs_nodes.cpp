@@ -202,3 +202,61 @@ TEST_CASE("node_ending: the state, then the changes, then the error's first line
         "failed · gate tests failed");
   CHECK(mullet::jobs::node_ending(mullet::jobs::JobState::running, std::nullopt, "") == "running");
 }
+
+TEST_CASE(
+    "a job array's nodes: queued until claimed, each keeps its task's dispatch, the scheduler's cancel is "
+    "interrupted") {
+  using mullet::jobs::DispatchRecord;
+  SUBCASE("queued while a node waits, running while one runs") {
+    auto job = job_of({node(1, JobState::queued, 0, 0), node(2, JobState::queued, 0, 0)});
+    CHECK(job.state == JobState::queued);
+    job.nodes[0].state = JobState::running;
+    settle_job(job);
+    CHECK(job.state == JobState::running);
+    job.nodes[0] = node(1, JobState::succeeded, 'b', 3);
+    settle_job(job);
+    // A passed node does not end the job while another waits.
+    CHECK(job.state == JobState::queued);
+  }
+  auto job = job_of({node(1, JobState::running, 0, 0), node(2, JobState::running, 0, 0)});
+  job.dispatch = DispatchRecord{"slurm", "40", "", ""};
+  job.nodes[0].dispatch = DispatchRecord{"slurm", "40_1", "node7", ""};
+  job.nodes[1].dispatch = DispatchRecord{"slurm", "40_2", "node8", ""};
+  SUBCASE("a cancel stop did not ask for is the scheduler's: interrupted, dispatch kept") {
+    JobRecord view = node_view(job, 2);
+    view.state = JobState::cancelled;
+    view.finished_at = "2026-01-02T03:04:05.000Z";
+    store_node(job, view, 2);
+    CHECK(job.nodes[1].state == JobState::interrupted);
+    CHECK(job.nodes[1].dispatch->scheduler_id == "40_2");
+    CHECK(job.nodes[1].dispatch->node == "node8");
+    CHECK(job.nodes[1].dispatch->reason == "SIGTERM from the scheduler");
+    CHECK(job.nodes[1].error.find("slurm job 40_2") != std::string::npos);
+    CHECK(job.state == JobState::running);
+    CHECK(job.finished_at.empty());
+    // The last node to end ends the job.
+    JobRecord first = node_view(job, 1);
+    first.state = JobState::succeeded;
+    first.result = std::string(40, 'e');
+    first.finished_at = "2026-01-02T03:05:00.000Z";
+    store_node(job, first, 1);
+    CHECK(job.state == JobState::succeeded);
+    CHECK(job.finished_at == "2026-01-02T03:05:00.000Z");
+  }
+  SUBCASE("stop's mark: cancelled") {
+    job.dispatch->reason = mullet::jobs::stop_requested_reason;
+    JobRecord view = node_view(job, 1);
+    view.state = JobState::cancelled;
+    store_node(job, view, 1);
+    CHECK(job.nodes[0].state == JobState::cancelled);
+    CHECK(job.nodes[0].dispatch->reason.empty());
+  }
+  SUBCASE("the node's dispatch survives to_json and record_from_json") {
+    const JobRecord back = record_from_json(json::parse(to_json(job).dump()), job.id);
+    CHECK(back.nodes[0].dispatch == job.nodes[0].dispatch);
+    CHECK(to_json(back)["nodes"][1]["dispatch"]["scheduler_id"] == "40_2");
+    json forged = to_json(job);
+    forged["nodes"][0]["dispatch"]["scheduler_id"] = "40_1; rm -rf /";
+    CHECK_THROWS_AS(record_from_json(forged, job.id), DamagedRecord);
+  }
+}

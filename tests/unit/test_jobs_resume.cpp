@@ -61,3 +61,13 @@ TEST_CASE("a continued job's prompt: the task, what came of it, the earlier inst
     CHECK(cut.find("THE END") != std::string::npos);
   }
 }
+
+TEST_CASE("an array task's number: digits naming one of the job's nodes, nothing else") {
+  using mullet::jobs::parse_array_task;
+  CHECK(parse_array_task("1", 3) == 1);
+  CHECK(parse_array_task("3", 3) == 3);
+  for (const char* bad : {"0", "01", "4", "", "-1", "+1", "1 ", " 1", "01x", "1;2", "2,3", "1e0", "99999999999"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_array_task(bad, 3).has_value());
+  }
+}
