@@ -9,7 +9,9 @@
 #include <optional>
 
 #include "git/cli.hpp"
+#include "jobs/disk_cap.hpp"
 #include "net/egress_proxy.hpp"
+#include "sandbox/disk_image.hpp"
 #include "sandbox/host.hpp"
 #include "sandbox/policy.hpp"
 #include "util/clock.hpp"
@@ -134,6 +136,23 @@ sandbox::Plan plan_for(const config::Settings& settings, const JobPaths& paths, 
     if (util::exists(in.objects_dir + "/info/alternates")) in.dirs_with_alternates.push_back(in.objects_dir);
   }
   in.home_dir = dirs.home;
+  // disk_mb held by the kernel where it can be (an ext4 image below the
+  // overlay's layers and the home), else by the watch.
+  sandbox::DiskCapInputs disk_in;
+  disk_in.enabled = settings.sandbox.disk_cap == config::DiskCap::automatic;
+  disk_in.disk_mb = static_cast<std::int64_t>(settings.limits.disk_mb.count());
+  disk_in.as_root = uids.has_value();
+  disk_in.work_tree = !dirs.overlay      ? sandbox::DiskCapWorkTree::checkout
+                      : dirs.overlay->fuse ? sandbox::DiskCapWorkTree::fuse_overlay
+                                           : sandbox::DiskCapWorkTree::kernel_overlay;
+  const sandbox::DiskCapHost disk_host = sandbox::probe_disk_cap_host();
+  disk_in.mkfs = disk_host.mkfs;
+  disk_in.loop_control = disk_host.loop_control;
+  const sandbox::DiskCapChoice disk = sandbox::choose_disk_cap(disk_in);
+  if (disk.kernel) {
+    in.work_tree_overlay = image_overlay(paths, *dirs.overlay);
+    in.home_dir = image_home(paths);
+  }
   in.helper_binary = util::self_executable();
   in.empty_file = paths.empty_file;
   in.tmp_name = "mullet-" + util::random_hex(4);
@@ -165,6 +184,10 @@ sandbox::Plan plan_for(const config::Settings& settings, const JobPaths& paths, 
   }
   sandbox::Plan plan = sandbox::build_plan(in);
   if (uids) plan.host_uid_choices = uids->count;
+  plan.disk_note = sandbox::describe_disk_cap(disk, disk_in.disk_mb);
+  if (disk.kernel) {
+    plan.disk_image = sandbox::DiskImage{paths.disk_image, paths.disk_mount, settings.limits.disk_mb.bytes()};
+  }
   return plan;
 }
 
@@ -381,7 +404,11 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
   };
   sandbox::RunResult result;
   try {
+    // The image is made and filled only now: nothing above can fail after.
+    std::optional<PhaseDisk> disk;
+    if (plan.disk_image) disk.emplace(m_paths, *plan.disk_image, dirs);
     result = sandbox::run_sandboxed(plan, io);
+    if (disk) disk->drain();
   } catch (...) {
     cleanup();
     strip();

@@ -654,7 +654,7 @@ const std::vector<std::pair<const char*, std::size_t>>& string_caps() {
       {"sandbox.history", 4096},  {"opencode.binary", 4096},     {"opencode.model", 256},
       {"claude.model", 256},      {"opencode.credential", 4096}, {"sandbox.work_tree", 4096},
       {"sandbox.cgroup", 4096},   {"dispatch.engine", 4096},     {"dispatch.partition", 4096},
-      {"dispatch.account", 4096},
+      {"dispatch.account", 4096}, {"sandbox.disk_cap", 4096},
   };
   return caps;
 }
@@ -794,12 +794,12 @@ TEST_CASE("strings have a size cap") {
   }
   for (const auto& [key, cap] : string_caps()) {
     INFO("key: " << key);
-    // run.executor, sandbox.history, sandbox.work_tree, sandbox.cgroup and
-    // dispatch.engine take a few words (or a path) only; their cap still
+    // run.executor, sandbox.history, sandbox.work_tree, sandbox.cgroup,
+    // sandbox.disk_cap and dispatch.engine take a few words (or a path) only; their cap still
     // comes first.
     if (std::string(key) != "run.executor" && std::string(key) != "sandbox.history" &&
         std::string(key) != "sandbox.work_tree" && std::string(key) != "sandbox.cgroup" &&
-        std::string(key) != "dispatch.engine") {
+        std::string(key) != "sandbox.disk_cap" && std::string(key) != "dispatch.engine") {
       Config config;
       const auto problems = merge_user(config, toml_line(key, quoted(std::string(cap, 'x'))));
       INFO(messages(problems));
@@ -1162,6 +1162,31 @@ TEST_CASE("[run] max_attempts lets the repository file raise attempts up to it")
     CHECK(find_problem(problems, {"run.max_attempts", "may not set this"}) != nullptr);
     CHECK(find_problem(problems, {"run.attempts", "may only lower"}) != nullptr);
   }
+}
+
+TEST_CASE("[sandbox] disk_cap: auto or off, from the user config only") {
+  using mullet::config::DiskCap;
+  CHECK(Config().settings().sandbox.disk_cap == DiskCap::automatic);
+  const std::vector<std::pair<std::string, DiskCap>> words = {{"auto", DiskCap::automatic}, {"off", DiskCap::off}};
+  for (const auto& [word, cap] : words) {
+    Config config;
+    const auto problems = merge_user(config, toml_line("sandbox.disk_cap", quoted(word)));
+    INFO(messages(problems));
+    CHECK(problems.empty());
+    CHECK(config.settings().sandbox.disk_cap == cap);
+  }
+  for (const std::string bad : {"", "on", "kernel", "Off"}) {
+    INFO("value: " << bad);
+    expect_one_usage_problem(toml_line("sandbox.disk_cap", quoted(bad)),
+                             {"user.toml:2", "sandbox.disk_cap", "must be auto or off"});
+  }
+  // A repository may not weaken the cap to the watch.
+  Config config;
+  const auto problems = merge_repo(config, toml_line("sandbox.disk_cap", quoted(std::string("off"))));
+  INFO(messages(problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].severity == ExitCode::refused);
+  CHECK(config.settings().sandbox.disk_cap == DiskCap::automatic);
 }
 
 TEST_CASE("[sandbox] cgroup: auto, off or an absolute path, from the user config only") {
