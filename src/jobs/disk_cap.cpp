@@ -6,7 +6,6 @@
 
 #include <cstdio>
 
-#include "sandbox/disk_image.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"
@@ -27,6 +26,19 @@ std::string program(const std::string& name) {
 }
 
 }  // namespace
+
+sandbox::DiskCapChoice disk_cap_choice(const config::Settings& settings, bool as_root,
+                                       sandbox::DiskCapWorkTree work_tree) {
+  sandbox::DiskCapInputs in;
+  in.enabled = settings.sandbox.disk_cap == config::DiskCap::automatic;
+  in.disk_mb = static_cast<std::int64_t>(settings.limits.disk_mb.count());
+  in.as_root = as_root;
+  in.work_tree = work_tree;
+  const sandbox::DiskCapHost host = sandbox::probe_disk_cap_host();
+  in.mkfs = host.mkfs;
+  in.loop_control = host.loop_control;
+  return sandbox::choose_disk_cap(in);
+}
 
 sandbox::Overlay image_overlay(const JobPaths& paths, const sandbox::Overlay& overlay) {
   sandbox::Overlay in_image = overlay;

@@ -13,11 +13,20 @@
 
 #include <string>
 
+#include "config/settings.hpp"
 #include "jobs/layout.hpp"
+#include "sandbox/disk_image.hpp"
 #include "sandbox/plan.hpp"
 #include "util/fd.hpp"
 
 namespace mullet::jobs {
+
+// Whether a phase's disk_mb is the kernel's (an image) or the watch's, from
+// the configuration, whether git-mullet runs as root, the phase's work tree
+// and what the host offers (probed now): the one choice plan_for and doctor
+// make.
+sandbox::DiskCapChoice disk_cap_choice(const config::Settings& settings, bool as_root,
+                                       sandbox::DiskCapWorkTree work_tree);
 
 // Where the image's directories are while it is mounted: the overlay's
 // upper and work dirs and the home, by the names they have in the job's

@@ -138,17 +138,11 @@ sandbox::Plan plan_for(const config::Settings& settings, const JobPaths& paths, 
   in.home_dir = dirs.home;
   // disk_mb held by the kernel where it can be (an ext4 image below the
   // overlay's layers and the home), else by the watch.
-  sandbox::DiskCapInputs disk_in;
-  disk_in.enabled = settings.sandbox.disk_cap == config::DiskCap::automatic;
-  disk_in.disk_mb = static_cast<std::int64_t>(settings.limits.disk_mb.count());
-  disk_in.as_root = uids.has_value();
-  disk_in.work_tree = !dirs.overlay      ? sandbox::DiskCapWorkTree::checkout
+  const sandbox::DiskCapChoice disk =
+      disk_cap_choice(settings, uids.has_value(),
+                      !dirs.overlay        ? sandbox::DiskCapWorkTree::checkout
                       : dirs.overlay->fuse ? sandbox::DiskCapWorkTree::fuse_overlay
-                                           : sandbox::DiskCapWorkTree::kernel_overlay;
-  const sandbox::DiskCapHost disk_host = sandbox::probe_disk_cap_host();
-  disk_in.mkfs = disk_host.mkfs;
-  disk_in.loop_control = disk_host.loop_control;
-  const sandbox::DiskCapChoice disk = sandbox::choose_disk_cap(disk_in);
+                                           : sandbox::DiskCapWorkTree::kernel_overlay);
   if (disk.kernel) {
     in.work_tree_overlay = image_overlay(paths, *dirs.overlay);
     in.home_dir = image_home(paths);
@@ -184,7 +178,7 @@ sandbox::Plan plan_for(const config::Settings& settings, const JobPaths& paths, 
   }
   sandbox::Plan plan = sandbox::build_plan(in);
   if (uids) plan.host_uid_choices = uids->count;
-  plan.disk_note = sandbox::describe_disk_cap(disk, disk_in.disk_mb);
+  plan.disk_note = sandbox::describe_disk_cap(disk, static_cast<std::int64_t>(settings.limits.disk_mb.count()));
   if (disk.kernel) {
     plan.disk_image = sandbox::DiskImage{paths.disk_image, paths.disk_mount, settings.limits.disk_mb.bytes()};
   }

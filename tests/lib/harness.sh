@@ -216,10 +216,29 @@ job_work() {
   fi
 }
 
+# job_live DIR WHERE NAME: the running phase of the job in DIR has written
+# NAME below WHERE (upper or home) of its disk image: as root, with the
+# kernel holding disk_mb, the phase writes to an ext4 image that only the
+# staging namespace has mounted (drained to DIR/upper and DIR/home when the
+# phase ends), so the host sees it through a bwrap's /proc/PID/root: the
+# outer bwrap stays in that namespace.
+job_live() {
+  local pid
+  for pid in $(pgrep -x bwrap 2>/dev/null); do
+    [ -e "/proc/$pid/root$1/disk/$2/$3" ] && return 0
+  done
+  return 1
+}
+
 # job_has DIR NAME: the worker of the job in DIR has written NAME (for
 # wait_until, before the job may have chosen its work tree).
 job_has() {
-  [ -e "$1/upper/$2" ] || [ -e "$1/work/$2" ] || [ -e "$1/fuse-layers/upper/$2" ]
+  [ -e "$1/upper/$2" ] || [ -e "$1/work/$2" ] || [ -e "$1/fuse-layers/upper/$2" ] || job_live "$1" upper "$2"
+}
+
+# job_home_has DIR NAME: likewise for the job's home.
+job_home_has() {
+  [ -e "$1/home/$2" ] || job_live "$1" home "$2"
 }
 
 # rewrite_record JOB JQ SED: replaces the current repository's record of JOB
