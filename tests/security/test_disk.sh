@@ -261,7 +261,7 @@ sleep 20"
   local used
   used="$(usage_mib)"
   if [ "$held" = kernel ]; then
-    [ "$used" -le 105 ] || fail "eight writers got $used MiB past the kernel's cap of disk_mb = 100"
+    [ "$used" -le 105 ] || fail "eight writers left $used MiB with the kernel's cap of disk_mb = 100"
     [ "$(stat -c %s "$(sec_job_dir)/disk.img")" -eq 0 ] || fail "the drained image still holds its blocks"
   else
     [ "$used" -le 1200 ] || fail "eight writers got $used MiB onto the host's disk with disk_mb = 100 (polled)"
@@ -322,9 +322,9 @@ echo DRAINED-THROUGH >linked
 echo DRAINED-THROUGH >\"\$HOME/linked\"
 mkdir \"\$HOME/dir\" && echo DRAINED-THROUGH >\"\$HOME/dir/file\"
 finish"
-  sec_assert_worker_ran
   assert_eq "$(cat "$victim/file")" original "the host file the setup's links named"
   assert_eq "$(ls -A "$victim")" file "the host directory the setup's link named"
+  sec_assert_worker_ran
   local result
   result="$(sec_jq 'd["result"]')"
   assert_eq "$(git cat-file blob "$result:linked")" DRAINED-THROUGH "the worker's file in the result"
