@@ -190,7 +190,7 @@ finish"
     assert_eq "$(stat -c '%u %g' "$(job_work "$b_dir")/b-file")" "$uid_b $uid_b" "owner of job B's file"
   fi
 
-  touch "$b_dir/home/release"
+  touch "$(job_home "$b_dir")/release"
   expect_exit 0 timeout 60 git mullet wait -q "$job_b"
   local result
   result="$(json_field "$(git mullet show --json "$job_b")" result)"
