@@ -126,8 +126,11 @@ sandbox::Check disk_check(const config::Settings& settings, const std::optional<
     work_tree = sandbox::DiskCapWorkTree::fuse_overlay;
   }
   const sandbox::DiskCapChoice choice = jobs::disk_cap_choice(settings, ::geteuid() == 0, work_tree);
-  return {"disk", true, false,
-          sandbox::describe_disk_cap(choice, static_cast<std::int64_t>(settings.limits.disk_mb.count())), {}};
+  return {"disk",
+          true,
+          false,
+          sandbox::describe_disk_cap(choice, static_cast<std::int64_t>(settings.limits.disk_mb.count())),
+          {}};
 }
 
 std::optional<sandbox::Check> sandbox_user_check(const config::SandboxSettings& sandbox,

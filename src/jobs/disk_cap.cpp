@@ -20,7 +20,7 @@ std::string name_of(const std::string& path) {
 }
 
 std::string program(const std::string& name) {
-  const std::string found = util::find_in_path(name, util::host_path());
+  std::string found = util::find_in_path(name, util::host_path());
   if (found.empty()) throw refused_error(name + " is not installed; the disk image cannot be filled or drained");
   return found;
 }
@@ -82,10 +82,9 @@ void PhaseDisk::drain() {
   // below them.
   const std::string fresh = util::make_temp_dir(m_paths.root, "drain-");
   try {
-    sandbox::run_with_image_mounted(m_image,
-                                    {program("cp"), "-a", "-t", fresh + "/", "--", image_overlay(m_paths, {}).upper,
-                                     image_home(m_paths)},
-                                    "drain");
+    sandbox::run_with_image_mounted(
+        m_image, {program("cp"), "-a", "-t", fresh + "/", "--", image_overlay(m_paths, {}).upper, image_home(m_paths)},
+        "drain");
     for (const std::string& dir : {m_paths.upper, m_paths.home}) {
       util::remove_tree(dir);
       if (std::rename((fresh + "/" + name_of(dir)).c_str(), dir.c_str()) != 0) {

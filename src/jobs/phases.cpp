@@ -138,11 +138,10 @@ sandbox::Plan plan_for(const config::Settings& settings, const JobPaths& paths, 
   in.home_dir = dirs.home;
   // disk_mb held by the kernel where it can be (an ext4 image below the
   // overlay's layers and the home), else by the watch.
-  const sandbox::DiskCapChoice disk =
-      disk_cap_choice(settings, uids.has_value(),
-                      !dirs.overlay        ? sandbox::DiskCapWorkTree::checkout
-                      : dirs.overlay->fuse ? sandbox::DiskCapWorkTree::fuse_overlay
-                                           : sandbox::DiskCapWorkTree::kernel_overlay);
+  const sandbox::DiskCapChoice disk = disk_cap_choice(settings, uids.has_value(),
+                                                      !dirs.overlay        ? sandbox::DiskCapWorkTree::checkout
+                                                      : dirs.overlay->fuse ? sandbox::DiskCapWorkTree::fuse_overlay
+                                                                           : sandbox::DiskCapWorkTree::kernel_overlay);
   if (disk.kernel) {
     in.work_tree_overlay = image_overlay(paths, *dirs.overlay);
     in.home_dir = image_home(paths);

@@ -26,7 +26,6 @@
 namespace mullet::sandbox {
 namespace {
 
-constexpr std::uint64_t mib = 1024ULL * 1024ULL;
 // How long a released image may stay bound to its loop device: the
 // sandbox's last processes are being reaped.
 constexpr std::int64_t release_wait_ms = 10000;
@@ -122,19 +121,9 @@ void make_disk_image(const DiskImage& image, const std::string& mkfs) {
   // 10 GiB holds 655,360 files. Lazy inode tables make mkfs write almost
   // nothing; nodiscard skips punching the sparse file.
   util::SpawnOptions options;
-  options.argv = {mkfs,
-                  "-q",
-                  "-F",
-                  "-m",
-                  "0",
-                  "-O",
-                  "^has_journal",
-                  "-i",
-                  "16384",
-                  "-E",
-                  "lazy_itable_init=1,nodiscard",
-                  "--",
-                  image.image};
+  options.argv = {
+      mkfs, "-q",       "-F", "-m", "0", "-O", "^has_journal", "-i", "16384", "-E", "lazy_itable_init=1,nodiscard",
+      "--", image.image};
   options.env = {{"PATH", util::host_path()}};
   const util::CapturedRun run = util::run_capture(options, {}, {util::probe_deadline_seconds, true});
   if (!run.status.success()) {

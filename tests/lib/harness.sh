@@ -243,6 +243,13 @@ job_live() {
   live="$(job_live_dir "$1" "$2")" && [ -e "$live/$3" ]
 }
 
+# job_upper DIR: where the host sees what the job in DIR has written to its
+# work tree now: the running phase's disk image (job_live_dir), else
+# job_work.
+job_upper() {
+  job_live_dir "$1" upper || job_work "$1"
+}
+
 # job_home DIR: where the job in DIR has its home now: the running phase's
 # disk image (job_live_dir), else DIR/home.
 job_home() {
