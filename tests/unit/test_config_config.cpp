@@ -1164,22 +1164,32 @@ TEST_CASE("[run] max_attempts lets the repository file raise attempts up to it")
   }
 }
 
+// A key of a few words (or a path): each of `good` merges from the user
+// config and `settles` checks the setting it made; each of `bad` is one
+// usage problem naming the key and `expected`.
+template <typename Settles>
+void check_words(const std::string& key, const Strings& good, const Strings& bad, const std::string& expected,
+                 Settles settles) {
+  for (const auto& word : good) {
+    Config config;
+    const auto problems = merge_user(config, toml_line(key, quoted(word)));
+    INFO(messages(problems));
+    CHECK(problems.empty());
+    settles(config.settings(), word);
+  }
+  for (const auto& word : bad) {
+    INFO("value: " << word);
+    expect_one_usage_problem(toml_line(key, quoted(word)), {"user.toml:2", key, expected});
+  }
+}
+
 TEST_CASE("[sandbox] disk_cap: auto or off, from the user config only") {
   using mullet::config::DiskCap;
   CHECK(Config().settings().sandbox.disk_cap == DiskCap::automatic);
-  const std::vector<std::pair<std::string, DiskCap>> words = {{"auto", DiskCap::automatic}, {"off", DiskCap::off}};
-  for (const auto& [word, cap] : words) {
-    Config config;
-    const auto problems = merge_user(config, toml_line("sandbox.disk_cap", quoted(word)));
-    INFO(messages(problems));
-    CHECK(problems.empty());
-    CHECK(config.settings().sandbox.disk_cap == cap);
-  }
-  for (const std::string bad : {"", "on", "kernel", "Off"}) {
-    INFO("value: " << bad);
-    expect_one_usage_problem(toml_line("sandbox.disk_cap", quoted(bad)),
-                             {"user.toml:2", "sandbox.disk_cap", "must be auto or off"});
-  }
+  check_words("sandbox.disk_cap", {"auto", "off"}, {"", "on", "kernel", "Off"}, "must be auto or off",
+              [](const mullet::config::Settings& settings, const std::string& word) {
+                CHECK(settings.sandbox.disk_cap == (word == "off" ? DiskCap::off : DiskCap::automatic));
+              });
   // A repository may not weaken the cap to the watch.
   Config config;
   const auto problems = merge_repo(config, toml_line("sandbox.disk_cap", quoted(std::string("off"))));
@@ -1191,18 +1201,11 @@ TEST_CASE("[sandbox] disk_cap: auto or off, from the user config only") {
 
 TEST_CASE("[sandbox] cgroup: auto, off or an absolute path, from the user config only") {
   CHECK(Config().settings().sandbox.cgroup == "auto");
-  for (const std::string word : {"auto", "off", "/sys/fs/cgroup/user.slice/mine"}) {
-    Config config;
-    const auto problems = merge_user(config, toml_line("sandbox.cgroup", quoted(word)));
-    INFO(messages(problems));
-    CHECK(problems.empty());
-    CHECK(config.settings().sandbox.cgroup == word);
-  }
-  for (const std::string bad : {"", "on", "relative/dir", "Off"}) {
-    INFO("value: " << bad);
-    expect_one_usage_problem(toml_line("sandbox.cgroup", quoted(bad)),
-                             {"user.toml:2", "sandbox.cgroup", "must be auto, off or an absolute path"});
-  }
+  check_words("sandbox.cgroup", {"auto", "off", "/sys/fs/cgroup/user.slice/mine"}, {"", "on", "relative/dir", "Off"},
+              "must be auto, off or an absolute path",
+              [](const mullet::config::Settings& settings, const std::string& word) {
+                CHECK(settings.sandbox.cgroup == word);
+              });
   // A repository may not turn the kernel's limits off (nor point them elsewhere).
   for (const std::string word : {"off", "/sys/fs/cgroup"}) {
     Config config;
