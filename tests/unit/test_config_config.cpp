@@ -90,7 +90,7 @@ TEST_CASE("a new Config holds the built-in defaults") {
   CHECK(settings.run.setup.empty());
   CHECK(settings.run.dependency_dirs == std::vector<std::string>{"node_modules", "vendor", ".venv", "target", "build"});
   CHECK(settings.sandbox.history == History::base);
-  CHECK(config.entries().size() == 41);
+  CHECK(config.entries().size() == 42);
   for (const auto& [key, entry] : config.entries()) {
     INFO(key);
     CHECK(entry.source == Source::built_in);
