@@ -291,7 +291,14 @@ Watchdogs watchdogs_for(const Plan& plan, const RunIo& io, pid_t bwrap, std::int
     return tree_resident_bytes(bwrap) + shared_growth;
   }));
   watchdogs.push_back(std::make_unique<StallWatchdog>(started, [bwrap] { return sandbox_stalled(bwrap); }));
-  const std::vector<std::string> writable = writable_binds(plan);
+  std::vector<std::string> writable = writable_binds(plan);
+  // With a disk image they are below its mount point, which only the
+  // staging namespace has mounted: the outer bwrap stays there, so its
+  // /proc/<pid>/root reaches them (the walk still finds a tree deeper than
+  // any of ours, which the image's own counts cannot see).
+  if (image_root >= 0) {
+    for (auto& path : writable) path = "/proc/" + std::to_string(bwrap) + "/root" + path;
+  }
   const std::uint64_t disk_bytes = disk_limit_bytes(plan);
   DiskProbes disk;
   disk.free_bytes = [writable] {
@@ -309,16 +316,13 @@ Watchdogs watchdogs_for(const Plan& plan, const RunIo& io, pid_t bwrap, std::int
     return used;
   };
   if (image_root >= 0) {
-    // The kernel holds the image's size; its own counts are exact, and cheap.
+    // The kernel holds the image's size: its free space is exact, and a
+    // full image (or inode table) is the limit reached. The exact count
+    // stays the walk's.
     const std::uint64_t image_bytes = plan.disk_image->bytes;
     disk.free_bytes = [image_root, image_bytes] {
       const auto usage = image_usage(image_root, image_bytes);
       return usage ? usage->free_bytes : std::uint64_t{0};
-    };
-    disk.used_bytes = [&io, image_root, image_bytes] {
-      const auto usage = image_usage(image_root, image_bytes);
-      if (!usage) return util::disk_usage_too_deep;
-      return usage->used_bytes + (io.disk_bytes_outside ? io.disk_bytes_outside() : 0);
     };
     disk.full = [image_root, image_bytes] {
       const auto usage = image_usage(image_root, image_bytes);
