@@ -8,6 +8,8 @@
 #include <iostream>
 #include <optional>
 
+#include <spdlog/spdlog.h>
+
 #include "git/cli.hpp"
 #include "jobs/disk_cap.hpp"
 #include "net/egress_proxy.hpp"
@@ -318,6 +320,8 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
       m_sandbox_uid ? std::optional<UidRange>(UidRange{*m_sandbox_uid, 1}) : std::nullopt;
   const sandbox::Plan plan =
       plan_for(m_settings, m_paths, dirs, m_objects, phase, servers.proxy_socket, servers.api_socket, uid);
+  // Which the phase got (run --dry-run and doctor say which it will).
+  spdlog::info("{} phase: disk: {}", phase.name, plan.disk_note);
   std::string output;
   sandbox::RunIo io;
   io.stdin_data = phase.stdin_data;
