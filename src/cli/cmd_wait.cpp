@@ -17,6 +17,7 @@
 #include "executors/executor.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
+#include "jobs/nodes.hpp"
 #include "jobs/record.hpp"
 #include "jobs/store.hpp"
 #include "util/error.hpp"
@@ -123,6 +124,30 @@ class OutputFollower {
   util::TerminalSafeStream m_plain_shown;
 };
 
+// A job of several nodes: a line as each node ends, as `run` tells it (their
+// output stays in `log JOB/N`: several workers' streams interleaved would be
+// unreadable).
+class NodeEnds {
+ public:
+  // The nodes that ended before the wait began are told too: the user has
+  // not heard of them yet.
+  void announce(const jobs::JobRecord& record) {
+    if (m_told.size() < record.nodes.size()) m_told.resize(record.nodes.size(), false);
+    for (std::size_t n = 0; n < record.nodes.size(); ++n) {
+      const jobs::NodeRecord& node = record.nodes[n];
+      if (m_told[n] || jobs::is_active(node.state)) continue;
+      m_told[n] = true;
+      std::cerr << util::terminal_safe("git mullet: job " + record.id + " node " + std::to_string(node.number) + "/" +
+                                       std::to_string(record.nodes.size()) + ": " +
+                                       jobs::node_ending(node.state, node.changes, node.error) + "\n")
+                << std::flush;
+    }
+  }
+
+ private:
+  std::vector<bool> m_told;
+};
+
 int wait_for_job(const WaitOptions& options) {
   const git::Repository repo = open_repository();
   const jobs::JobStore store(repo);
@@ -143,6 +168,7 @@ int wait_for_job(const WaitOptions& options) {
                                                             std::chrono::duration<double>(options.timeout));
   jobs::JobRecord record = first.record;
   jobs::JobState state = jobs::JobState::running;
+  NodeEnds node_ends;
   while (true) {
     state = jobs::effective_state(record);
     if (state == jobs::JobState::interrupted && jobs::is_active(record.state)) {
@@ -154,7 +180,10 @@ int wait_for_job(const WaitOptions& options) {
         state = jobs::effective_state(record);
       }
     }
-    if (follow) output.pump();
+    if (follow) {
+      output.pump();
+      node_ends.announce(record);
+    }
     if (!jobs::is_active(state)) break;
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {

@@ -48,11 +48,36 @@ void check_entry(const std::string& entry, uid_t owner) {
     throw refused_error(entry + " is not a pristine checkout of ours", "remove it; the next job builds it again");
 }
 
+// A build holds a flock on its `building-XXXXXX` directory for as long as
+// it runs; one that can be locked by someone else was left by a build that
+// died (its process holds no lock any more).
+bool lock_directory(const UniqueFd& dir, bool wait) {
+  while (::flock(dir.get(), LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
+    if (errno == EWOULDBLOCK && !wait) return false;
+    if (errno != EINTR) throw failure("cannot lock a pristine build: " + util::errno_text(errno));
+  }
+  return true;
+}
+
+UniqueFd open_directory(const std::string& path) {
+  return UniqueFd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+}
+
 // A checkout of `commit` in a new `building-XXXXXX` directory, renamed to
 // `entry` unless another job's rename came first.
 void build_entry(const Repository& repo, const git_oid& commit, uid_t owner, const std::string& entry,
                  const std::string& git_dir_as_seen_inside) {
-  util::TempDir building(pristine_directory(repo), "building-");
+  util::TempDir building;
+  UniqueFd build_lock;
+  {
+    // Made and locked under the removers' lock, so a removal never sees
+    // this build's directory unlocked.
+    const PristineLock lock(util::real_path(repo.common_dir()));
+    building = util::TempDir(pristine_directory(repo), "building-");
+    build_lock = open_directory(building.path());
+    if (!build_lock) throw failure("cannot open " + building.path() + ": " + util::errno_text(errno));
+    lock_directory(build_lock, true);
+  }
   const std::string dir = building.path();
   const ClonePaths clone{dir + "/git", dir + "/tree"};
   create_private_clone(repo, commit, clone, git_dir_as_seen_inside);
@@ -125,9 +150,14 @@ void remove_unclaimed_pristines(const Repository& repo, const std::string& jobs_
   }
   util::DirectoryReader entries(AT_FDCWD, pristine);
   for (const auto& found : entries.read_all()) {
-    // A build in progress holds no lock and is not ours to judge.
-    if (found.name.rfind("building-", 0) == 0 || claimed.count(found.name) != 0) continue;
-    util::remove_tree(pristine + "/" + found.name);
+    if (claimed.count(found.name) != 0) continue;
+    const std::string path = pristine + "/" + found.name;
+    if (found.name.rfind("building-", 0) == 0) {
+      // A build in progress keeps its lock; one that died left it free.
+      const UniqueFd build = open_directory(path);
+      if (!build || !lock_directory(build, false)) continue;
+    }
+    util::remove_tree(path);
   }
 }
 

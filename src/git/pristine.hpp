@@ -6,7 +6,8 @@
 // sandbox uid): an overlay copies a file up only when its owner is mapped,
 // and a sandbox writes what it owns. The tree's `.git` file names the git dir
 // as sandboxes see it. Built once, by the first job on the base, in a
-// `building-XXXXXX` directory renamed into place (one rename wins a race);
+// `building-XXXXXX` directory renamed into place (one rename wins a race;
+// the build holds a flock on it, so one left by a crash is told apart);
 // never changed afterwards, never bound into a sandbox.
 //
 // Which jobs use an entry is a file `pristine` in each job's directory (or
@@ -41,9 +42,9 @@ std::string pristine_directory(const Repository& repo);
 Pristine claim_pristine(const Repository& repo, const git_oid& commit, uid_t owner, const std::string& job_dir,
                         const std::string& git_dir_as_seen_inside);
 
-// Removes every entry no job directory under `jobs_dir` claims (a
-// `building-*` is left: a build holds no lock). Call after a job's directory
-// is removed.
+// Removes every entry no job directory under `jobs_dir` claims, and every
+// `building-*` directory whose build died (a live build holds a flock on
+// it). Call after a job's directory is removed.
 void remove_unclaimed_pristines(const Repository& repo, const std::string& jobs_dir);
 
 }  // namespace mullet::git

@@ -183,4 +183,14 @@ std::string nodes_summary(const RecordSummary& job) {
   return nodes_summary_of(job);
 }
 
+std::string node_ending(JobState state, const std::optional<ChangeStats>& changes, const std::string& error) {
+  std::string ended = state_name(state);
+  if (changes) {
+    ended += " · " + std::to_string(changes->files) + " files +" + std::to_string(changes->insertions) + " -" +
+             std::to_string(changes->deletions);
+  }
+  if (!error.empty()) ended += " · " + util::first_line(error, 160);
+  return ended;
+}
+
 }  // namespace mullet::jobs

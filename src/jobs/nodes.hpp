@@ -52,4 +52,8 @@ JobState effective_node_state(const RecordSummary& job, const NodeSummary& node)
 std::string nodes_summary(const JobRecord& job);
 std::string nodes_summary(const RecordSummary& job);
 
+// How a node ended, as `run` and `wait` tell it: "failed · 2 files +3 -1 ·
+// <the error's first line>".
+std::string node_ending(JobState state, const std::optional<ChangeStats>& changes, const std::string& error);
+
 }  // namespace mullet::jobs

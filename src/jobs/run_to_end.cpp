@@ -160,13 +160,7 @@ class NodeThread {
     } catch (const std::exception& error) {
       tell(std::string("its record could not be stored: ") + error.what());
     }
-    std::string ended = state_name(m_view.state);
-    if (m_view.changes) {
-      ended += " · " + std::to_string(m_view.changes->files) + " files +" + std::to_string(m_view.changes->insertions) +
-               " -" + std::to_string(m_view.changes->deletions);
-    }
-    if (!m_view.error.empty()) ended += " · " + util::first_line(m_view.error, 160);
-    tell(ended);
+    tell(node_ending(m_view.state, m_view.changes, m_view.error));
   }
 
  private:

@@ -100,7 +100,8 @@ std::string probe_fuse_overlay() {
   return {};
 }
 
-FuseDaemon start_fuse_overlay(const Overlay& overlay, const std::string& mount_point, uid_t uid, gid_t gid) {
+FuseDaemon start_fuse_overlay(const Overlay& overlay, const std::string& mount_point, uid_t uid, gid_t gid,
+                              const std::vector<int>& cgroup_procs_fds) {
   const std::string program = find_fuse_overlayfs();
   if (program.empty()) {
     throw refused_error("fuse-overlayfs is not installed, so the work tree cannot be served by it; nothing was run",
@@ -133,6 +134,7 @@ FuseDaemon start_fuse_overlay(const Overlay& overlay, const std::string& mount_p
   options.die_with_parent = true;
   options.uid = uid;
   options.gid = gid;
+  options.cgroup_procs_fds = cgroup_procs_fds;
   options.child_setup = mount_fuse_in_child;
   options.child_setup_data = &mount;
   FuseDaemon started;

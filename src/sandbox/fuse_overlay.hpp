@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "sandbox/plan.hpp"
 #include "util/fd.hpp"
@@ -35,8 +36,12 @@ struct FuseDaemon {
   UniqueFd mount_ns;  // its mount namespace, the work tree mounted on `mount_point` there
 };
 
-// Starts fuse-overlayfs for `overlay` on `mount_point`, serving as `uid`/`gid`.
-FuseDaemon start_fuse_overlay(const Overlay& overlay, const std::string& mount_point, uid_t uid, gid_t gid);
+// Starts fuse-overlayfs for `overlay` on `mount_point`, serving as `uid`/`gid`,
+// in the sandbox's cgroup when it has one (`cgroup_procs_fds`, as
+// util::SpawnOptions takes them): the daemon does the worker's writes, so
+// its memory and threads count against the job's limits.
+FuseDaemon start_fuse_overlay(const Overlay& overlay, const std::string& mount_point, uid_t uid, gid_t gid,
+                              const std::vector<int>& cgroup_procs_fds);
 
 // Why fuse-overlayfs cannot serve a job's work tree here, or empty: it is
 // installed and /dev/fuse opens (as root; an unprivileged user is refused).

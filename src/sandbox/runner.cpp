@@ -192,7 +192,7 @@ struct ChildMounts {
 // filled for the child).
 util::SpawnOptions bwrap_options(const Plan& plan, const std::string& bwrap, OpenedBinds& binds,
                                  const SandboxPipes& pipes, const UniqueFd* terminal, ChildMounts& mounts,
-                                 const UniqueFd& syscall_filter) {
+                                 const UniqueFd& syscall_filter, const std::vector<int>& cgroup_procs_fds) {
   util::SpawnOptions options;
   if (plan.work_tree_overlay && plan.work_tree_overlay->fuse) {
     if (!plan.host_uid || !plan.host_gid) {
@@ -200,7 +200,7 @@ util::SpawnOptions bwrap_options(const Plan& plan, const std::string& bwrap, Ope
                           "set [sandbox] work_tree = \"auto\" or \"checkout\"");
     }
     mounts.fuse = start_fuse_overlay(*plan.work_tree_overlay, plan.mounts[work_tree_mount(plan)].source, *plan.host_uid,
-                                     *plan.host_gid);
+                                     *plan.host_gid, cgroup_procs_fds);
     mounts.staging.join_mount_ns = mounts.fuse.mount_ns.get();
   } else if (plan.work_tree_overlay) {
     const std::size_t index = work_tree_mount(plan);
@@ -433,12 +433,14 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
     throw failure("internal error: a sandbox with a terminal was given none");
   }
   const UniqueFd syscall_filter = compile_syscall_filter(plan.syscall_filter);
-  util::SpawnOptions options = bwrap_options(plan, bwrap, binds, pipes, io.terminal, mounts, syscall_filter);
   std::optional<JobCgroup> cgroup;
   if (wants_cgroup(plan)) {
     cgroup.emplace(plan.limits.cgroup, plan.limits.cgroup_name, plan.limits.memory_mb, plan.limits.processes);
   }
-  if (cgroup) options.cgroup_procs_fds = cgroup->procs_fds();
+  const std::vector<int> cgroup_procs_fds = cgroup ? cgroup->procs_fds() : std::vector<int>{};
+  util::SpawnOptions options =
+      bwrap_options(plan, bwrap, binds, pipes, io.terminal, mounts, syscall_filter, cgroup_procs_fds);
+  options.cgroup_procs_fds = cgroup_procs_fds;
 
   const std::uint64_t shared_memory_at_start = host_shared_memory_bytes();
   const std::int64_t started = util::monotonic_ms();

@@ -126,6 +126,11 @@ test_the_terminal_gets_a_line_per_node_never_the_workers_output() {
   assert_not_contains "$OUT" "WORKER-OUTPUT-1" "log JOB/2"
   expect_exit 0 git mullet wait --json "$job"
   assert_eq "$(json_field "$OUT" state)" succeeded "wait --json"
+  # wait tells each node's end, never its output.
+  expect_exit 0 git mullet wait "$job"
+  assert_contains "$ERR" "node 1/2: succeeded · 1 files +1 -0" "wait's lines"
+  assert_contains "$ERR" "node 2/2: succeeded · 1 files +1 -0" "wait's lines"
+  assert_not_contains "$ERR$OUT" "WORKER-OUTPUT" "wait's output"
 }
 
 test_each_node_holds_a_slot_of_max_parallel() {

@@ -107,6 +107,26 @@ test_discarding_the_last_job_on_a_base_removes_its_pristine_checkout() {
   assert_eq "$(pristine_entries)" "" "pristine checkouts after the last discard"
 }
 
+test_a_build_left_by_a_crash_goes_with_the_last_discard_and_a_live_one_stays() {
+  new_repo repo
+  cd repo
+  overlay_config
+  run_job -m "first" --command 'echo one >one'
+  local pristine build_fd
+  pristine="$(dirname "$(pristine_dir)")"
+  # What a build killed mid-checkout leaves, and a build still running
+  # (it holds a flock on its directory: here this shell does).
+  mkdir -p "$pristine/building-dead1/tree" "$pristine/building-live1/tree"
+  exec {build_fd}<"$pristine/building-live1"
+  flock -x "$build_fd"
+  expect_exit 0 git mullet discard "$JOB"
+  assert_eq "$(pristine_entries)" "building-live1" "what the last discard left"
+  exec {build_fd}<&-
+  run_job -m "second" --command 'echo two >two'
+  expect_exit 0 git mullet discard "$JOB"
+  assert_eq "$(pristine_entries)" "" "pristine checkouts once the build is gone"
+}
+
 test_work_tree_checkout_gives_a_checkout_of_its_own() {
   new_repo repo
   cd repo

@@ -201,6 +201,36 @@ start_and_kill() {
   fi
 }
 
+# The fuse-overlayfs daemon does the worker's writes to its work tree: its
+# memory and threads count in the job's cgroup, or a worker's load would sit
+# outside its limits. (Only root may serve a work tree by fuse-overlayfs.)
+test_the_fuse_overlayfs_daemon_counts_in_the_jobs_cgroup() {
+  command -v fuse-overlayfs >/dev/null || fail "fuse-overlayfs is needed (scripts/install-deps installs it)"
+  new_repo repo
+  cd repo
+  if ! as_root; then
+    sec_config '[sandbox]' 'work_tree = "fuse-overlayfs"'
+    expect_exit 3 git mullet run -q -m fuse --command true
+    assert_contains "$ERR" "nothing was run" "a user's fuse-overlayfs work tree"
+    assert_contains "$ERR" 'work_tree = "fuse-overlayfs"' "a user's fuse-overlayfs work tree"
+    return
+  fi
+  sec_config '[limits]' 'memory_mb = 256' 'timeout = 120' '[sandbox]' 'work_tree = "fuse-overlayfs"'
+  git mullet run -q -m "fuse" --command "echo up > /mullet/work/up.marker; sleep 100" >/dev/null 2>&1 &
+  local bg=$! dir pid daemons=""
+  wait_until 30 sh -c 'git for-each-ref refs/mullet/jobs/ | grep -q .'
+  JOB="$(git for-each-ref --format='%(refname:lstrip=3)' refs/mullet/jobs/)"
+  dir="$(job_dir "$JOB")"
+  wait_until 30 job_has "$dir" up.marker
+  for pid in $(pgrep -x fuse-overlayfs); do
+    daemons+="$(grep -E '^[0-9]+:(memory|pids):' "/proc/$pid/cgroup" 2>/dev/null)"$'\n'
+  done
+  expect_exit 0 git mullet stop "$JOB"
+  wait "$bg" 2>/dev/null || true
+  assert_contains "$daemons" ":memory:/git-mullet/$(cgroup_of "$JOB")" "the fuse-overlayfs daemons' memory cgroups"
+  assert_contains "$daemons" ":pids:/git-mullet/$(cgroup_of "$JOB")" "the fuse-overlayfs daemons' pids cgroups"
+}
+
 test_a_killed_runners_cgroup_is_removed_by_discard() {
   new_repo repo
   cd repo

@@ -194,3 +194,11 @@ TEST_CASE("record_from_json refuses forged nodes, naming the field") {
       "nodes[0].attempts[0].number");
   refused([](json& j) { j["result"] = std::string(40, 'f'); }, "result");
 }
+
+TEST_CASE("node_ending: the state, then the changes, then the error's first line") {
+  CHECK(mullet::jobs::node_ending(mullet::jobs::JobState::succeeded, mullet::jobs::ChangeStats{2, 3, 1}, "") ==
+        "succeeded · 2 files +3 -1");
+  CHECK(mullet::jobs::node_ending(mullet::jobs::JobState::failed, std::nullopt, "gate tests failed\nmore") ==
+        "failed · gate tests failed");
+  CHECK(mullet::jobs::node_ending(mullet::jobs::JobState::running, std::nullopt, "") == "running");
+}
