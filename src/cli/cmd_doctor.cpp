@@ -12,9 +12,11 @@
 #include "executors/opencode_args.hpp"
 #include "executors/opencode_binary.hpp"
 #include "jobs/api_access.hpp"
+#include "jobs/disk_cap.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/slots.hpp"
 #include "jobs/workspace.hpp"
+#include "sandbox/disk_image.hpp"
 #include "sandbox/doctor.hpp"
 #include "util/error.hpp"
 #include "util/process.hpp"
@@ -97,13 +99,13 @@ sandbox::Check opencode_check(const config::Settings& settings, const std::strin
 // As root, which host uids jobs' sandboxes run as.
 // Whether jobs here get an overlay of a shared pristine checkout or a
 // checkout of their own, and why (probed as a job would).
-sandbox::Check work_tree_check(const config::Settings& settings, const git::Repository* repo) {
+sandbox::Check work_tree_check(const config::Settings& settings, const std::optional<jobs::WorkTreeChoice>& probed) {
   sandbox::Check check{"work tree", true, false, {}, {}};
-  if (repo == nullptr) {
+  if (!probed) {
     check.detail = "outside a repository: not probed";
     return check;
   }
-  const jobs::WorkTreeChoice choice = jobs::choose_work_tree(*repo, settings);
+  const jobs::WorkTreeChoice& choice = *probed;
   check.detail = choice.why;
   check.ok = choice.overlay || settings.sandbox.work_tree == config::WorkTree::checkout;
   if (!choice.refused.empty()) {
@@ -112,6 +114,23 @@ sandbox::Check work_tree_check(const config::Settings& settings, const git::Repo
     check.fix = "jobs still run, each with a full checkout (slower to start, more disk)";
   }
   return check;
+}
+
+// How a job's setup and worker would be held to disk_mb here (as
+// `run --dry-run` says it per phase).
+sandbox::Check disk_check(const config::Settings& settings, const std::optional<jobs::WorkTreeChoice>& probed) {
+  sandbox::DiskCapWorkTree work_tree = sandbox::DiskCapWorkTree::kernel_overlay;
+  if (!probed || !probed->overlay) {
+    work_tree = sandbox::DiskCapWorkTree::checkout;
+  } else if (probed->fuse) {
+    work_tree = sandbox::DiskCapWorkTree::fuse_overlay;
+  }
+  const sandbox::DiskCapChoice choice = jobs::disk_cap_choice(settings, ::geteuid() == 0, work_tree);
+  return {"disk",
+          true,
+          false,
+          sandbox::describe_disk_cap(choice, static_cast<std::int64_t>(settings.limits.disk_mb.count())),
+          {}};
 }
 
 std::optional<sandbox::Check> sandbox_user_check(const config::SandboxSettings& sandbox,
@@ -149,7 +168,10 @@ int doctor(bool json) {
   const auto user_check = sandbox_user_check(settings.sandbox, probe_uid);
   auto checks = sandbox::run_doctor_checks(probe_uid, settings.sandbox.cgroup);
   if (user_check) checks.push_back(*user_check);
-  checks.push_back(work_tree_check(settings, repo ? &*repo : nullptr));
+  std::optional<jobs::WorkTreeChoice> work_tree;
+  if (repo) work_tree = jobs::choose_work_tree(*repo, settings);
+  checks.push_back(work_tree_check(settings, work_tree));
+  checks.push_back(disk_check(settings, work_tree));
   checks.push_back(claude_check(settings, repo ? jobs::jobs_directory(*repo) : std::string()));
   checks.push_back(opencode_check(settings, repo ? jobs::jobs_directory(*repo) : std::string()));
 

@@ -176,6 +176,13 @@ const std::vector<KeySpec>& schema() {  // NOLINT(readability-function-size)
                                       : word == "fuse-overlayfs" ? WorkTree::fuse
                                                                  : WorkTree::automatic;
        }},
+      {"sandbox.disk_cap", Kind::string, RepoRule::user_only, std::string("auto"), text(name_bytes),
+       "how the kernel holds [limits] disk_mb: auto (as root with a kernel overlay work tree, setup and worker write "
+       "to an ext4 image of disk_mb, so the file system itself stops them; elsewhere the polled watch), off (the "
+       "polled watch only)",
+       [](Settings& settings, const Value& value) {
+         settings.sandbox.disk_cap = text_of(value) == "off" ? DiskCap::off : DiskCap::automatic;
+       }},
       {"sandbox.cgroup", Kind::string, RepoRule::user_only, std::string("auto"), text(name_bytes),
        "where the kernel holds memory_mb and processes: auto (a cgroup per sandbox where the host offers one: v2 as "
        "root or in a delegated subtree, v1 as root), off (git-mullet's own polling only), or an absolute path: a "
@@ -457,6 +464,10 @@ std::string validate(const KeySpec& spec, const Value& value) {
     if (word != "auto" && word != "overlay" && word != "fuse-overlayfs" && word != "checkout") {
       return "must be auto, overlay, fuse-overlayfs or checkout (not '" + word + "')";
     }
+  }
+  if (key == "sandbox.disk_cap") {
+    const auto& word = std::get<std::string>(value);
+    if (word != "auto" && word != "off") return "must be auto or off (not '" + word + "')";
   }
   if (key == "sandbox.cgroup") {
     const auto& word = std::get<std::string>(value);

@@ -63,6 +63,11 @@ std::string_view history_name(History history);
 // otherwise; or always a checkout of its own.
 enum class WorkTree { automatic, overlay, fuse, checkout };
 
+// How [limits] disk_mb is held (`[sandbox] disk_cap`): by an ext4 image the
+// phase writes to where sandbox/disk_image.hpp can make one (automatic), or
+// by the polled watch alone (off).
+enum class DiskCap { automatic, off };
+
 struct SandboxSettings {
   std::vector<std::string> env;  // extra variable names let in
   uid_t uid = 0;                 // as root: the first host uid of the sandboxes' range
@@ -72,6 +77,7 @@ struct SandboxSettings {
   // [sandbox] cgroup: "auto", "off" or an absolute path (a delegated cgroup
   // v2 directory); sandbox/cgroup.hpp reads it.
   std::string cgroup = "auto";
+  DiskCap disk_cap = DiskCap::automatic;
   bool operator==(const SandboxSettings&) const = default;
 };
 

@@ -35,6 +35,8 @@ JobPaths paths_below(const std::string& root) {
   paths.overlay_work = paths.root + "/overlay-work";
   paths.fuse_layers = paths.root + "/fuse-layers";
   paths.home = paths.root + "/home";
+  paths.disk_image = paths.root + "/disk.img";
+  paths.disk_mount = paths.root + "/disk";
   paths.worker_log = paths.root + "/worker.log";
   paths.events_log = paths.root + "/events.jsonl";
   paths.executor_files = paths.root + "/etc";

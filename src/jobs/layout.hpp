@@ -28,7 +28,12 @@ struct JobPaths {
   // directory (one bind gives its daemon both: it renames from one to the
   // other), owned by the sandbox's uid.
   std::string fuse_layers;
-  std::string home;            // the sandbox's private HOME
+  std::string home;  // the sandbox's private HOME
+  // [limits] disk_mb held by the kernel (sandbox/disk_image.hpp): the
+  // phase's ext4 image and the empty directory it is mounted on in our
+  // namespaces (upper, overlay-work and home below it there).
+  std::string disk_image;
+  std::string disk_mount;
   std::string worker_log;      // the worker's output while it runs
   std::string events_log;      // the worker's event stream, for executors that have one
   std::string executor_files;  // files the executor generated (read-only inside)

@@ -8,8 +8,12 @@
 #include <iostream>
 #include <optional>
 
+#include <spdlog/spdlog.h>
+
 #include "git/cli.hpp"
+#include "jobs/disk_cap.hpp"
 #include "net/egress_proxy.hpp"
+#include "sandbox/disk_image.hpp"
 #include "sandbox/host.hpp"
 #include "sandbox/policy.hpp"
 #include "util/clock.hpp"
@@ -134,6 +138,16 @@ sandbox::Plan plan_for(const config::Settings& settings, const JobPaths& paths, 
     if (util::exists(in.objects_dir + "/info/alternates")) in.dirs_with_alternates.push_back(in.objects_dir);
   }
   in.home_dir = dirs.home;
+  // disk_mb held by the kernel where it can be (an ext4 image below the
+  // overlay's layers and the home), else by the watch.
+  const sandbox::DiskCapChoice disk = disk_cap_choice(settings, uids.has_value(),
+                                                      !dirs.overlay        ? sandbox::DiskCapWorkTree::checkout
+                                                      : dirs.overlay->fuse ? sandbox::DiskCapWorkTree::fuse_overlay
+                                                                           : sandbox::DiskCapWorkTree::kernel_overlay);
+  if (disk.kernel) {
+    in.work_tree_overlay = image_overlay(paths, *dirs.overlay);
+    in.home_dir = image_home(paths);
+  }
   in.helper_binary = util::self_executable();
   in.empty_file = paths.empty_file;
   in.tmp_name = "mullet-" + util::random_hex(4);
@@ -165,6 +179,10 @@ sandbox::Plan plan_for(const config::Settings& settings, const JobPaths& paths, 
   }
   sandbox::Plan plan = sandbox::build_plan(in);
   if (uids) plan.host_uid_choices = uids->count;
+  plan.disk_note = sandbox::describe_disk_cap(disk, static_cast<std::int64_t>(settings.limits.disk_mb.count()));
+  if (disk.kernel) {
+    plan.disk_image = sandbox::DiskImage{paths.disk_image, paths.disk_mount, settings.limits.disk_mb.bytes()};
+  }
   return plan;
 }
 
@@ -302,6 +320,8 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
       m_sandbox_uid ? std::optional<UidRange>(UidRange{*m_sandbox_uid, 1}) : std::nullopt;
   const sandbox::Plan plan =
       plan_for(m_settings, m_paths, dirs, m_objects, phase, servers.proxy_socket, servers.api_socket, uid);
+  // Which the phase got (run --dry-run and doctor say which it will).
+  spdlog::info("{} phase: disk: {}", phase.name, plan.disk_note);
   std::string output;
   sandbox::RunIo io;
   io.stdin_data = phase.stdin_data;
@@ -381,7 +401,11 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
   };
   sandbox::RunResult result;
   try {
+    // The image is made and filled only now: nothing above can fail after.
+    std::optional<PhaseDisk> disk;
+    if (plan.disk_image) disk.emplace(m_paths, *plan.disk_image, dirs);
     result = sandbox::run_sandboxed(plan, io);
+    if (disk) disk->drain();
   } catch (...) {
     cleanup();
     strip();

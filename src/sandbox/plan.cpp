@@ -59,6 +59,7 @@ nlohmann::json to_json(const Plan& plan) {
   };
   if (!plan.history.empty()) json["history"] = plan.history;
   if (!plan.work_tree_note.empty()) json["work_tree"] = plan.work_tree_note;
+  if (!plan.disk_note.empty()) json["disk"] = plan.disk_note;
   if (plan.work_tree_overlay) {
     json["work_tree_overlay"] = {{"lower", plan.work_tree_overlay->lower},
                                  {"upper", plan.work_tree_overlay->upper},
@@ -105,6 +106,7 @@ std::string describe(const Plan& plan) {
     out << "\n";
   }
   if (!plan.work_tree_note.empty()) out << "  work tree:   " << plan.work_tree_note << "\n";
+  if (!plan.disk_note.empty()) out << "  disk:        " << plan.disk_note << "\n";
   if (plan.work_tree_overlay) {
     out << "  overlay:     "
         << (plan.work_tree_overlay->fuse ? "served by fuse-overlayfs as the sandbox's uid"

@@ -101,6 +101,20 @@ struct Overlay {
   bool operator==(const Overlay&) const = default;
 };
 
+// [limits] disk_mb held by the kernel (sandbox/disk_image.hpp): the phase's
+// writable layers live in an ext4 file system of disk_mb in a sparse image
+// file, loop-mounted on `mount_point` by the child that becomes bwrap (in the
+// staging namespace, before the overlay), so a write past it fails with
+// ENOSPC. The overlay's upper and work dirs and the home bind's source are
+// then below mount_point; the host only ever mounts the image in a private
+// namespace of its own (to fill and drain it).
+struct DiskImage {
+  std::string image;        // the image file: <job>/disk.img
+  std::string mount_point;  // <job>/disk, an empty directory on the host
+  std::uint64_t bytes = 0;
+  bool operator==(const DiskImage&) const = default;
+};
+
 struct Plan {
   std::string phase;
   std::vector<Mount> mounts;  // applied in order
@@ -125,6 +139,11 @@ struct Plan {
   std::optional<Overlay> work_tree_overlay;
   // What the work tree is and why (run --dry-run); empty: not said.
   std::string work_tree_note;
+  // Set when the kernel holds disk_mb (above); else the runner's watch alone.
+  std::optional<DiskImage> disk_image;
+  // How disk_mb is held, for people (sandbox/disk_image.hpp's
+  // describe_disk_cap): "ext4 image of N MiB (kernel)" or "watched (polling): why".
+  std::string disk_note;
   // Directories the wall check must find empty.
   std::vector<std::string> must_be_empty;
   // Directories the wall check must be unable to list or change.

@@ -12,6 +12,7 @@
 
 #include "sandbox/bwrap.hpp"
 #include "sandbox/cgroup.hpp"
+#include "sandbox/disk_image.hpp"
 #include "sandbox/doctor.hpp"
 #include "sandbox/fuse_overlay.hpp"
 #include "sandbox/overlay.hpp"
@@ -182,6 +183,7 @@ std::size_t work_tree_mount(const Plan& plan) {
 struct ChildMounts {
   Staging staging;
   std::optional<OverlayChild> overlay;
+  std::optional<LoopMountChild> disk;
   FuseDaemon fuse;  // a fuse-overlayfs work tree's daemon, ended with the sandbox
 };
 
@@ -209,6 +211,14 @@ util::SpawnOptions bwrap_options(const Plan& plan, const std::string& bwrap, Ope
       options.child_setup = overlay_in_user_namespace_child;
       options.child_setup_data = &*mounts.overlay;
     }
+  }
+  if (plan.disk_image) {
+    // Only the staging child (root) mounts the image.
+    if (!plan.host_uid || !mounts.overlay) {
+      throw failure("internal error: a disk image without root's staging and a kernel overlay");
+    }
+    mounts.disk.emplace(LoopMountChild{plan.disk_image->image, plan.disk_image->mount_point, {}});
+    mounts.staging.disk = &*mounts.disk;
   }
   if (plan.host_uid) {
     prepare_staging_mountpoint();
@@ -258,7 +268,7 @@ util::SpawnOptions bwrap_options(const Plan& plan, const std::string& bwrap, Ope
 
 // The watchdogs over the sandbox `bwrap` leads, in the order they are asked.
 Watchdogs watchdogs_for(const Plan& plan, const RunIo& io, pid_t bwrap, std::int64_t started,
-                        std::uint64_t shared_memory_at_start, const JobCgroup* cgroup) {
+                        std::uint64_t shared_memory_at_start, const JobCgroup* cgroup, int image_root) {
   Watchdogs watchdogs;
   watchdogs.push_back(std::make_unique<CancelWatchdog>(util::cancel_requested));
   if (io.poll) watchdogs.push_back(std::make_unique<CallerWatchdog>(io.poll));
@@ -281,7 +291,14 @@ Watchdogs watchdogs_for(const Plan& plan, const RunIo& io, pid_t bwrap, std::int
     return tree_resident_bytes(bwrap) + shared_growth;
   }));
   watchdogs.push_back(std::make_unique<StallWatchdog>(started, [bwrap] { return sandbox_stalled(bwrap); }));
-  const std::vector<std::string> writable = writable_binds(plan);
+  std::vector<std::string> writable = writable_binds(plan);
+  // With a disk image they are below its mount point, which only the
+  // staging namespace has mounted: the outer bwrap stays there, so its
+  // /proc/<pid>/root reaches them (the walk still finds a tree deeper than
+  // any of ours, which the image's own counts cannot see).
+  if (image_root >= 0) {
+    for (auto& path : writable) path = "/proc/" + std::to_string(bwrap) + "/root" + path;
+  }
   const std::uint64_t disk_bytes = disk_limit_bytes(plan);
   DiskProbes disk;
   disk.free_bytes = [writable] {
@@ -298,6 +315,20 @@ Watchdogs watchdogs_for(const Plan& plan, const RunIo& io, pid_t bwrap, std::int
     }
     return used;
   };
+  if (image_root >= 0) {
+    // The kernel holds the image's size: its free space is exact, and a
+    // full image (or inode table) is the limit reached. The exact count
+    // stays the walk's.
+    const std::uint64_t image_bytes = plan.disk_image->bytes;
+    disk.free_bytes = [image_root, image_bytes] {
+      const auto usage = image_usage(image_root, image_bytes);
+      return usage ? usage->free_bytes : std::uint64_t{0};
+    };
+    disk.full = [image_root, image_bytes] {
+      const auto usage = image_usage(image_root, image_bytes);
+      return !usage || usage->full;
+    };
+  }
   disk.clock = util::monotonic_ms;
   watchdogs.push_back(std::make_unique<DiskWatchdog>(started, disk_bytes, std::move(disk)));
   return watchdogs;
@@ -422,8 +453,18 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
   if (io.terminal != nullptr) io.terminal->reset();
   binds.owned.clear();
 
-  Watchdogs watchdogs =
-      watchdogs_for(plan, io, child.pid(), started, shared_memory_at_start, cgroup ? &*cgroup : nullptr);
+  // The image as bwrap's namespace has it mounted: the watch reads it, and
+  // the end's check after the namespace is gone.
+  UniqueFd image_root;
+  if (plan.disk_image) {
+    image_root = open_mounted_image(child.pid(), *plan.disk_image);
+    if (!image_root) {
+      throw refused_error("the disk image " + plan.disk_image->image + " was not mounted for the " + plan.phase +
+                          " phase, so nothing ran");
+    }
+  }
+  Watchdogs watchdogs = watchdogs_for(plan, io, child.pid(), started, shared_memory_at_start,
+                                      cgroup ? &*cgroup : nullptr, image_root ? image_root.get() : -1);
   const Watched watched = watch_sandbox(plan, io, pipes, child, watchdogs, started);
   pipes.input.write_end.reset();
   RunResult result;
@@ -444,6 +485,12 @@ RunResult run_sandboxed(const Plan& plan, const RunIo& io) {
                         diagnose_bwrap_failure(why));
   }
   result.ended_by = ended_by(result, watched, oom_killed);
+  // A worker that filled the image and ended (a write failed with ENOSPC)
+  // before the watch glanced at it was stopped by the disk limit too.
+  if (image_root && ended_by_itself(result.ended_by)) {
+    const auto usage = image_usage(image_root.get(), plan.disk_image->bytes);
+    if (usage && usage->full) result.ended_by = StopReason::disk;
+  }
   return result;
 }
 

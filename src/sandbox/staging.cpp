@@ -35,6 +35,7 @@ bool stage_binds_in_child(void* data) {
   if (staging.join_mount_ns >= 0 && ::setns(staging.join_mount_ns, CLONE_NEWNS) != 0) return false;
   if (::unshare(CLONE_NEWNS) != 0) return false;
   if (::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return false;
+  if (staging.disk != nullptr && !loop_mount_in_child(*staging.disk)) return false;
   if (staging.overlay != nullptr && !mount_overlay_in_child(*staging.overlay)) return false;
   // Open before the tmpfs goes on: nothing may be hidden by it, but the
   // descriptors must belong to this namespace.

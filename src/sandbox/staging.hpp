@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/disk_image.hpp"
 #include "sandbox/overlay.hpp"
 
 namespace mullet::sandbox {
@@ -36,9 +37,13 @@ void prepare_staging_mountpoint();
 std::string staged_path(std::size_t index);
 
 // What the child stages: the binds, and the work tree's overlay when there
-// is one, mounted on its source before the binds are opened.
+// is one (and the disk image below it), mounted on its source before the
+// binds are opened.
 struct Staging {
   std::vector<StagedBind> binds;
+  // The disk image (disk_image.hpp), mounted first: the overlay's upper and
+  // work dirs and the home are in it.
+  LoopMountChild* disk = nullptr;
   OverlayChild* overlay = nullptr;
   // When >= 0: a mount namespace (a fuse-overlayfs daemon's, the work tree
   // mounted in it) the child joins before making its own from it.

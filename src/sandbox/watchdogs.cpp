@@ -57,7 +57,7 @@ std::optional<StopReason> DiskWatchdog::check(const Observation& seen) {
   m_last_glance_ms = seen.now_ms;
   const std::uint64_t free_now = m_probes.free_bytes();
   const std::uint64_t consumed = m_free_at_start > free_now ? m_free_at_start - free_now : 0;
-  bool over = consumed > 2 * m_limit_bytes;
+  bool over = consumed > 2 * m_limit_bytes || (m_probes.full && m_probes.full());
   if (consumed > m_limit_bytes || seen.now_ms - m_last_count_ms >= m_count_interval_ms) {
     m_last_count_ms = seen.now_ms;
     if (m_probes.used_bytes() > m_limit_bytes) over = true;

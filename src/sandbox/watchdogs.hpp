@@ -127,6 +127,9 @@ struct DiskProbes {
   std::function<std::uint64_t()> used_bytes;
   // Monotonic milliseconds, to time the exact count.
   std::function<std::int64_t()> clock;
+  // Whether the file system the kernel holds at the limit (a disk image)
+  // is full; unset where there is none.
+  std::function<bool()> full;
 };
 
 // "disk" once the sandbox uses more than `limit_bytes` (0: none). The glance
@@ -136,7 +139,8 @@ struct DiskProbes {
 // stops a sandbox only at twice the limit; past the limit it brings the exact
 // count forward, which otherwise runs as often as it stays cheap: at every
 // glance for a small tree, less often for a large one (at most ~5% of one
-// core, every 5 s at the least).
+// core, every 5 s at the least). Where the kernel holds the limit (a disk
+// image), a full file system is the limit reached, whatever the counts.
 class DiskWatchdog final : public Watchdog {
  public:
   DiskWatchdog(std::int64_t started_ms, std::uint64_t limit_bytes, DiskProbes probes);

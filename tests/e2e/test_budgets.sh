@@ -438,7 +438,7 @@ test_two_resumes_at_once_run_the_job_once() {
   local first=a second=b
   if [ ! -e ../a.code ]; then first=b second=a; fi
   wait_until 60 job_has "$(job_dir "$JOB")" runs.txt
-  touch "$go"
+  touch "$(job_home "$(job_dir "$JOB")")/go"
   wait_until 60 test -e "../$second.code"
   assert_eq "$(cat "../$first.code") $(cat "../$second.code")" "2 0" \
     "exit codes of the refused and the running resume ($(cat ../a.err ../b.err))"

@@ -45,7 +45,7 @@ started() {
 # has started.
 release() {
   wait_until 60 started "$1"
-  touch "$(job_dir "$1")/home/go"
+  touch "$(job_home "$(job_dir "$1")")/go"
 }
 
 test_detach_returns_while_the_worker_runs_and_wait_follows_it() {
@@ -118,7 +118,7 @@ test_wait_prints_output_and_events_as_they_appear() {
   wait_until 20 wait_has_read "$dir/events.jsonl"
   printf '%s\n' "${line:50}" >>"$dir/events.jsonl"
   wait_until 20 grep -q "hello from the model" ../wait.err
-  touch "$dir/home/go"
+  touch "$(job_home "$dir")/go"
   local code=0
   wait "$waiter" || code=$?
   assert_eq "$code" 0 "wait's exit code (stderr: $(cat ../wait.err))"

@@ -268,7 +268,7 @@ test_a_terminal_sees_each_phase_with_a_status_line_and_headers() {
   wait_until 60 grep -q "attempt 1/1 · worker · running" ../typescript
   local id
   id="$(git mullet list --state running | awk '{print $1}')"
-  touch "$(job_dir "$id")/home/go"
+  touch "$(job_home "$(job_dir "$id")")/go"
   local code=0
   wait "$run_pid" || code=$?
   assert_eq "$code" 0 "the run's exit code: $(cat ../typescript)"

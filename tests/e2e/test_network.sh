@@ -675,7 +675,21 @@ listening_unix_paths() {
 
 # job_file NAME: NAME in the work tree of the (only) job running in this
 # repository, once it exists.
-job_file() { compgen -G ".git/mullet/jobs/*/work/$1" || compgen -G ".git/mullet/jobs/*/upper/$1"; }
+# (As root with a disk image, the running phase's upper dir is seen through
+# job_live; the path printed is then the upper dir's on the host.)
+job_file() {
+  compgen -G ".git/mullet/jobs/*/work/$1" || compgen -G ".git/mullet/jobs/*/upper/$1" || {
+    local dir
+    for dir in .git/mullet/jobs/*/; do
+      dir="$(cd "$dir" && pwd -P)"
+      if job_live "$dir" upper "$1"; then
+        echo "$dir/upper/$1"
+        return 0
+      fi
+    done
+    return 1
+  }
+}
 
 # phase_processes PID: sets TREE (the processes under PID), BRIDGE (the
 # bridge among them) and SOCKET (the unix socket PID listens on).
@@ -734,7 +748,7 @@ test_nothing_is_left_running_or_listening() {
   phase_processes "$mullet"
   local setup_tree="$TREE" setup_bridge="$BRIDGE" setup_socket="$SOCKET"
   assert_contains "$setup_tree" "net.py linger setup-$mark" "the setup's processes"
-  touch "$(dirname "$(dirname "$(job_file setup-started)")")/home/setup-go"
+  touch "$(job_home "$(cd "$(dirname "$(dirname "$(job_file setup-started)")")" && pwd -P)")/setup-go"
 
   # The worker phase: setup's are all gone by now; its own are new.
   wait_until 60 job_file started
@@ -747,7 +761,7 @@ test_nothing_is_left_running_or_listening() {
   assert_contains "$worker_tree" "net.py linger $mark" "the worker's processes"
 
   # The end of the job.
-  touch "$(dirname "$(dirname "$(job_file started)")")/home/go"
+  touch "$(job_home "$(cd "$(dirname "$(dirname "$(job_file started)")")" && pwd -P)")/go"
   local code=0
   wait "$mullet" || code=$?
   [ "$code" = 0 ] || fail "the job failed ($code): $(cat ../job.err)"

@@ -257,7 +257,7 @@ test_concurrent_runs_all_complete() {
   # Should the test fail, the waiting jobs are cancelled (git forwards SIGTERM).
   trap 'kill -TERM '"$pids"' 2>/dev/null || true' EXIT
   wait_until 120 started_jobs 4
-  for id in $(git for-each-ref --format='%(refname:lstrip=3)' refs/mullet/jobs); do touch "$(job_dir "$id")/home/go"; done
+  for id in $(git for-each-ref --format='%(refname:lstrip=3)' refs/mullet/jobs); do touch "$(job_home "$(job_dir "$id")")/go"; done
   n=0
   for pid in $pids; do
     n=$((n + 1))

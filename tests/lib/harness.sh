@@ -216,10 +216,55 @@ job_work() {
   fi
 }
 
+# job_live_dir DIR WHERE: where the running phase of the job in DIR has its
+# WHERE (upper or home) while it writes to a disk image: as root, with the
+# kernel holding disk_mb, the phase writes to an ext4 image that only the
+# staging namespace has mounted on DIR/disk (drained to DIR/upper and
+# DIR/home when the phase ends), which the host reaches through a bwrap's
+# /proc/PID/root (the outer bwrap stays in that namespace). Fails when no
+# bwrap has it mounted.
+job_live_dir() {
+  local pid host_device
+  host_device="$(stat -c %d "$1" 2>/dev/null)" || return 1
+  for pid in $(pgrep -x bwrap 2>/dev/null); do
+    if [ "$(stat -c %d "/proc/$pid/root$1/disk" 2>/dev/null)" != "$host_device" ] &&
+      [ -d "/proc/$pid/root$1/disk/$2" ]; then
+      echo "/proc/$pid/root$1/disk/$2"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# job_live DIR WHERE NAME: the running phase of the job in DIR has written
+# NAME below WHERE of its disk image (job_live_dir).
+job_live() {
+  local live
+  live="$(job_live_dir "$1" "$2")" && [ -e "$live/$3" ]
+}
+
+# job_upper DIR: where the host sees what the job in DIR has written to its
+# work tree now: the running phase's disk image (job_live_dir), else
+# job_work.
+job_upper() {
+  job_live_dir "$1" upper || job_work "$1"
+}
+
+# job_home DIR: where the job in DIR has its home now: the running phase's
+# disk image (job_live_dir), else DIR/home.
+job_home() {
+  job_live_dir "$1" home || echo "$1/home"
+}
+
 # job_has DIR NAME: the worker of the job in DIR has written NAME (for
 # wait_until, before the job may have chosen its work tree).
 job_has() {
-  [ -e "$1/upper/$2" ] || [ -e "$1/work/$2" ] || [ -e "$1/fuse-layers/upper/$2" ]
+  [ -e "$1/upper/$2" ] || [ -e "$1/work/$2" ] || [ -e "$1/fuse-layers/upper/$2" ] || job_live "$1" upper "$2"
+}
+
+# job_home_has DIR NAME: likewise for the job's home.
+job_home_has() {
+  [ -e "$1/home/$2" ] || job_live "$1" home "$2"
 }
 
 # rewrite_record JOB JQ SED: replaces the current repository's record of JOB

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Filling the host's disk through the only writable host paths the worker
 # has: its work tree and its home. [limits] disk_mb caps them (RLIMIT_FSIZE
-# per file, and a watch over the writable binds). Every attack is capped by
+# per file, and a watch over the writable binds; as root with a kernel
+# overlay work tree, an ext4 image of disk_mb that setup and the worker
+# write to, drained into the job's directories after each phase). Every attack is capped by
 # the worker itself at about 1 GiB (2 GiB for the plain fill), and its data
 # is removed at the end of the test, pass or fail.
 source "$(dirname "$0")/../lib/harness.sh"
@@ -13,8 +15,35 @@ cleanup_job_data() {
   local dir
   dir="$(sec_job_dir)"
   case "$dir" in */mullet/jobs/?*) ;; *) return 0 ;; esac
-  chmod -R u+rwX "$dir/work" "$dir/upper" "$dir/home" 2>/dev/null
-  rm -rf "${dir:?}/work" "${dir:?}/upper" "${dir:?}/home"
+  chmod -R u+rwX "$dir/work" "$dir/upper" "$dir/home" 2>/dev/null || true
+  rm -rf "${dir:?}/work" "${dir:?}/upper" "${dir:?}/home" "${dir:?}/disk.img"
+}
+
+# disk_held_by: how the current user config holds disk_mb here, from the
+# plan (`run --dry-run`): "kernel" (an ext4 image) or "polling".
+disk_held_by() {
+  local plan
+  plan="$(git mullet run --dry-run -m plan --command true 2>&1)" || fail "run --dry-run failed: $plan"
+  if grep -q 'disk: *ext4 image of [0-9]* MiB (kernel)' <<<"$plan"; then
+    echo kernel
+  elif grep -q 'disk: *watched (polling): ' <<<"$plan"; then
+    echo polling
+  else
+    fail "the plan does not say how disk_mb is held: $plan"
+  fi
+}
+
+# expect_disk_held_by: the mechanism this uid must get: the kernel's as
+# root (this host has mkfs.ext4, loop devices and a kernel overlay; the
+# suite's root runs have them), the watch as a user. A test that needs the
+# image asserts the path it got instead of skipping.
+expected_disk_holder() {
+  if [ "$(id -u)" -eq 0 ] && [ "${MULLET_TEST_WORK_TREE:-}" != fuse-overlayfs ] &&
+    [ "${MULLET_TEST_WORK_TREE:-}" != checkout ]; then
+    echo kernel
+  else
+    echo polling
+  fi
 }
 
 # usage_mib: what the job left on the host's disk, in its work tree (its
@@ -166,6 +195,14 @@ time.sleep(8)
   sec_assert_worker_ran
   local ended
   ended="$(sec_jq 'd["phases"][0]["ended_by"]')"
+  if [ "$(disk_held_by)" = kernel ]; then
+    # The image refuses the write past it (ENOSPC); the worker then ends on
+    # its own and its files go with it, so nothing shows the image full
+    # afterwards (the watch sees it full only while they are held).
+    assert_not_contains "$LOG" "HOLDING 360 MiB" "the worker's output"
+    assert_contains "$LOG" "No space left on device" "the worker's output"
+    return 0
+  fi
   if [ "$ended" != disk ]; then
     sec_show
     fail "360 MiB held in unlinked files with disk_mb = 100 was not stopped (ended_by $ended)"
@@ -199,6 +236,146 @@ sleep 20"
   echo "    # the repository's objects grew by $(((objects_after - objects_before) / 1024)) MiB" >&2
   [ $((objects_after - objects_before)) -le $((6 * 1024)) ] ||
     fail "the snapshot grew the repository's objects by $(((objects_after - objects_before) / 1024)) MiB with disk_mb = 2"
+}
+
+test_parallel_writers_stop_at_the_cap() {
+  # Eight dd writers at once, 100 MiB each, into the work tree and the home,
+  # with disk_mb = 100: with the kernel's image nothing gets past the limit
+  # (the image's own metadata is the only slack: at most 5%); with the watch
+  # alone the writers get somewhat past it before the poll kills them.
+  new_repo repo
+  cd repo
+  trap cleanup_job_data EXIT
+  sec_config '[limits]' 'disk_mb = 100' 'timeout = 60'
+  local held
+  held="$(disk_held_by)"
+  assert_eq "$held" "$(expected_disk_holder)" "how disk_mb is held"
+  sec_run "finish
+for i in 1 2 3 4; do dd if=/dev/zero of=fill\$i bs=1M count=100 2>/dev/null & done
+for i in 1 2 3 4; do dd if=/dev/zero of=\"\$HOME/fill\$i\" bs=1M count=100 2>/dev/null & done
+wait
+echo WROTE-ALL
+sleep 20"
+  sec_assert_worker_ran
+  assert_stopped_by_disk_limit 100
+  local used
+  used="$(usage_mib)"
+  if [ "$held" = kernel ]; then
+    [ "$used" -le 105 ] || fail "eight writers left $used MiB with the kernel's cap of disk_mb = 100"
+    [ "$(stat -c %s "$(sec_job_dir)/disk.img")" -eq 0 ] || fail "the drained image still holds its blocks"
+  else
+    [ "$used" -le 1200 ] || fail "eight writers got $used MiB onto the host's disk with disk_mb = 100 (polled)"
+  fi
+}
+
+test_inode_exhaustion_is_stopped() {
+  # Three million empty files take no data blocks: the image's inode table
+  # (or, with the watch, min_entry_bytes an entry) bounds them.
+  new_repo repo
+  cd repo
+  trap cleanup_job_data EXIT
+  sec_config '[limits]' 'disk_mb = 20' 'timeout = 120'
+  assert_eq "$(disk_held_by)" "$(expected_disk_holder)" "how disk_mb is held"
+  SEC_BOUND=150 sec_run "finish
+python3 -c '
+import os
+os.mkdir(\"many\")
+made = 0
+try:
+    for i in range(3000000):
+        os.close(os.open(\"many/%d\" % i, os.O_CREAT | os.O_WRONLY, 0o600))
+        made += 1
+except OSError as error:
+    print(\"STOPPED\", made, error, flush=True)
+print(\"MADE\", made, flush=True)
+'
+sleep 20"
+  assert_contains "$LOG" "ATTACKS-END" "worker output"
+  local ended files
+  ended="$(sec_jq 'd["phases"][0]["ended_by"]')"
+  files="$(find "$(job_work "$(sec_job_dir)")/many" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)"
+  echo "    # $files empty files reached the host (disk_mb = 20); ended_by $ended" >&2
+  [ "$ended" = disk ] || fail "three million empty files were not stopped by the disk limit (ended_by $ended)"
+  assert_not_contains "$LOG" "MADE 3000000" "the worker's count"
+  [ "$files" -le 200000 ] || fail "$files empty files reached the host with disk_mb = 20"
+}
+
+test_symlink_drain_attack_writes_nothing_outside() {
+  # Setup leaves symlinks to a host file in the work tree and the home; the
+  # worker replaces them by files of its own. Copying the image back into
+  # the job's directories as they were (cp -a into the old upper dir and
+  # home) would follow the old links and overwrite the host file: the drain
+  # copies into fresh directories only.
+  new_repo repo
+  cd repo
+  trap cleanup_job_data EXIT
+  local victim="$TEST_ROOT/victim"
+  mkdir -p "$victim"
+  echo original >"$victim/file"
+  chmod 0777 "$victim" && chmod 0666 "$victim/file"
+  sec_config '[limits]' 'disk_mb = 100' 'timeout = 60' \
+    '[run]' "setup = 'ln -s $victim/file linked && ln -s $victim/file \"\$HOME/linked\" && ln -s $victim \"\$HOME/dir\"'"
+  assert_eq "$(disk_held_by)" "$(expected_disk_holder)" "how disk_mb is held"
+  sec_run "ls -la linked \"\$HOME/linked\"
+rm linked \"\$HOME/linked\" \"\$HOME/dir\"
+echo DRAINED-THROUGH >linked
+echo DRAINED-THROUGH >\"\$HOME/linked\"
+mkdir \"\$HOME/dir\" && echo DRAINED-THROUGH >\"\$HOME/dir/file\"
+finish"
+  assert_eq "$(cat "$victim/file")" original "the host file the setup's links named"
+  assert_eq "$(ls -A "$victim")" file "the host directory the setup's link named"
+  sec_assert_worker_ran
+  local result
+  result="$(sec_jq 'd["result"]')"
+  assert_eq "$(git cat-file blob "$result:linked")" DRAINED-THROUGH "the worker's file in the result"
+  assert_eq "$(cat "$(sec_job_dir)/home/linked")" DRAINED-THROUGH "the worker's file in its home"
+}
+
+test_killed_runner_leaves_no_mount_and_resume_finishes() {
+  # SIGKILL of the runner mid-phase: the sandbox goes with it (its death
+  # signal), the image's loop device with the namespaces; resume makes the
+  # image afresh from the last snapshot and finishes.
+  new_repo repo
+  cd repo
+  trap cleanup_job_data EXIT
+  local m
+  m="$(marker)"
+  sec_config '[limits]' 'disk_mb = 100' 'timeout = 60' '[run]' 'executor = "command"' \
+    "command = 'dd if=/dev/zero of=big bs=1M count=20 2>/dev/null; echo >\"\$HOME/started\"; sleep $m'"
+  local held
+  held="$(disk_held_by)"
+  assert_eq "$held" "$(expected_disk_holder)" "how disk_mb is held"
+  git mullet run --json -q -m "kill me" >/dev/null 2>&1 &
+  local git_pid=$! common dir runner
+  common="$(cd "$(git rev-parse --git-common-dir)" && pwd -P)"
+  wait_until 60 sh -c "ls -d '$common'/mullet/jobs/*/ >/dev/null 2>&1"
+  dir="$(ls -d "$common"/mullet/jobs/*/ | head -n 1)"
+  dir="${dir%/}"
+  JOB="$(basename "$dir")"
+  wait_until 60 job_home_has "$dir" started
+  if [ "$held" = kernel ]; then
+    [ -n "$(losetup -j "$dir/disk.img")" ] || fail "no loop device holds the running job's image"
+  fi
+  runner="$(pgrep -P "$git_pid" -x git-mullet)" || fail "no git-mullet child of git ($git_pid)"
+  kill -KILL "$runner"
+  wait "$git_pid" || true
+  no_process_left "sleep $m"
+  wait_until 30 sh -c "[ -z \"\$(losetup -j '$dir/disk.img' 2>/dev/null)\" ]"
+  wait_until 30 sh -c "! grep -qs '$dir/disk' /proc/[0-9]*/mountinfo"
+  assert_eq "$(json_field "$(git mullet show --json "$JOB")" state)" interrupted "state after the kill"
+  # Resumed, the worker no longer hangs.
+  sec_config '[limits]' 'disk_mb = 100' 'timeout = 60' '[run]' 'executor = "command"' \
+    "command = 'echo finished >finished'"
+  expect_exit 0 timeout 60 git mullet resume --json -q "$JOB"
+  JOB_JSON="$OUT"
+  assert_eq "$(json_field "$JOB_JSON" state)" succeeded "state after resume ($(json_field "$JOB_JSON" error))"
+  local result
+  result="$(json_field "$JOB_JSON" result)"
+  assert_eq "$(git cat-file blob "$result:finished")" finished "the resumed worker's file"
+  [ -z "$(losetup -j "$dir/disk.img" 2>/dev/null)" ] || fail "a loop device still holds the image after resume"
+  expect_exit 0 git mullet discard "$JOB"
+  assert_absent "$dir/disk.img"
+  assert_absent "$dir"
 }
 
 run_tests

@@ -234,8 +234,10 @@ test_nothing_of_a_job_outlives_its_killed_runner() {
   common="$(cd "$(git rev-parse --git-common-dir)" && pwd -P)"
   git mullet run --json -q -m "outlive" --command "echo >/mullet/home/started; sleep 600" >/dev/null 2>&1 &
   local git_pid=$!
-  wait_until 60 sh -c "ls '$common'/mullet/jobs/*/home/started"
-  dir="$(dirname "$(dirname "$(ls "$common"/mullet/jobs/*/home/started | head -n 1)")")"
+  wait_until 60 sh -c "ls -d '$common'/mullet/jobs/*/ >/dev/null 2>&1"
+  dir="$(ls -d "$common"/mullet/jobs/*/ | head -n 1)"
+  dir="${dir%/}"
+  wait_until 60 job_home_has "$dir" started
   id="$(basename "$dir")"
   runner="$(pgrep -P "$git_pid" -x git-mullet)" || fail "no git-mullet child of git ($git_pid)"
   # Positive control: processes holding the job's directories in their
@@ -267,8 +269,10 @@ finish" >/dev/null 2>&1) &
   local runner=$!
   local common first_dir
   common="$(cd "$(git rev-parse --git-common-dir)" && pwd -P)"
-  wait_until 60 sh -c "ls '$common'/mullet/jobs/*/home/started"
-  first_dir="$(dirname "$(dirname "$(ls "$common"/mullet/jobs/*/home/started | head -n 1)")")"
+  wait_until 60 sh -c "ls -d '$common'/mullet/jobs/*/ >/dev/null 2>&1"
+  first_dir="$(ls -d "$common"/mullet/jobs/*/ | head -n 1)"
+  first_dir="${first_dir%/}"
+  wait_until 60 job_home_has "$first_dir" started
   local first_upper
   first_upper="$(job_work "$first_dir")"
   printf '%s\n' "$secret" >"$first_upper/planted"
@@ -281,7 +285,7 @@ finish"
   sec_assert_worker_ran
   sec_assert_all_denied 2
   assert_not_contains "$LOG" "$secret" "the second worker's output"
-  : >"$first_dir/home/stop"
+  : >"$(job_home "$first_dir")/stop"
   wait "$runner" || true
 }
 

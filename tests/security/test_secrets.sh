@@ -45,7 +45,10 @@ test_read_other_jobs_clone_fails() {
   git commit -qm "ignore secrets"
   local secret jobs a_out a_pid a_dir
   secret="$(sec_secret)"
-  sec_config '[sandbox]' 'env = ["JOB_A_SECRET"]'
+  # Job A's work tree on the host while it runs: as root with the kernel's
+  # disk cap it would be on a disk image no host path shows, so A keeps the
+  # watch (B, the attacker, gets the default).
+  sec_config '[sandbox]' 'env = ["JOB_A_SECRET"]' 'disk_cap = "off"'
   a_out="$PWD/../job-a.json"
   JOB_A_SECRET="$secret" timeout -k 5 60 git mullet run --json -q -m "job A" \
     --command 'printf "%s\n" "$JOB_A_SECRET" >a.secret; echo ready >ready.secret
@@ -81,7 +84,7 @@ echo HUNT-START; hunt SECRET-; echo HUNT-END
 finish"
   # B ran while A was still running.
   kill -0 "$a_pid" 2>/dev/null || fail "job A ended before job B did its search; the test proves nothing"
-  touch "$(dirname "$a_dir")/home/stop"
+  touch "$(job_home "$(dirname "$a_dir")")/stop"
   wait "$a_pid" || true
   trap - EXIT
   sec_assert_all_denied

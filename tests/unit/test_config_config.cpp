@@ -90,7 +90,7 @@ TEST_CASE("a new Config holds the built-in defaults") {
   CHECK(settings.run.setup.empty());
   CHECK(settings.run.dependency_dirs == std::vector<std::string>{"node_modules", "vendor", ".venv", "target", "build"});
   CHECK(settings.sandbox.history == History::base);
-  CHECK(config.entries().size() == 41);
+  CHECK(config.entries().size() == 42);
   for (const auto& [key, entry] : config.entries()) {
     INFO(key);
     CHECK(entry.source == Source::built_in);
@@ -654,7 +654,7 @@ const std::vector<std::pair<const char*, std::size_t>>& string_caps() {
       {"sandbox.history", 4096},  {"opencode.binary", 4096},     {"opencode.model", 256},
       {"claude.model", 256},      {"opencode.credential", 4096}, {"sandbox.work_tree", 4096},
       {"sandbox.cgroup", 4096},   {"dispatch.engine", 4096},     {"dispatch.partition", 4096},
-      {"dispatch.account", 4096},
+      {"dispatch.account", 4096}, {"sandbox.disk_cap", 4096},
   };
   return caps;
 }
@@ -794,12 +794,12 @@ TEST_CASE("strings have a size cap") {
   }
   for (const auto& [key, cap] : string_caps()) {
     INFO("key: " << key);
-    // run.executor, sandbox.history, sandbox.work_tree, sandbox.cgroup and
-    // dispatch.engine take a few words (or a path) only; their cap still
+    // run.executor, sandbox.history, sandbox.work_tree, sandbox.cgroup,
+    // sandbox.disk_cap and dispatch.engine take a few words (or a path) only; their cap still
     // comes first.
     if (std::string(key) != "run.executor" && std::string(key) != "sandbox.history" &&
         std::string(key) != "sandbox.work_tree" && std::string(key) != "sandbox.cgroup" &&
-        std::string(key) != "dispatch.engine") {
+        std::string(key) != "sandbox.disk_cap" && std::string(key) != "dispatch.engine") {
       Config config;
       const auto problems = merge_user(config, toml_line(key, quoted(std::string(cap, 'x'))));
       INFO(messages(problems));
@@ -1164,20 +1164,48 @@ TEST_CASE("[run] max_attempts lets the repository file raise attempts up to it")
   }
 }
 
-TEST_CASE("[sandbox] cgroup: auto, off or an absolute path, from the user config only") {
-  CHECK(Config().settings().sandbox.cgroup == "auto");
-  for (const std::string word : {"auto", "off", "/sys/fs/cgroup/user.slice/mine"}) {
+// A key of a few words (or a path): each of `good` merges from the user
+// config and `settles` checks the setting it made; each of `bad` is one
+// usage problem naming the key and `expected`.
+template <typename Settles>
+void check_words(const std::string& key, const Strings& good, const Strings& bad, const std::string& expected,
+                 Settles settles) {
+  for (const auto& word : good) {
     Config config;
-    const auto problems = merge_user(config, toml_line("sandbox.cgroup", quoted(word)));
+    const auto problems = merge_user(config, toml_line(key, quoted(word)));
     INFO(messages(problems));
     CHECK(problems.empty());
-    CHECK(config.settings().sandbox.cgroup == word);
+    settles(config.settings(), word);
   }
-  for (const std::string bad : {"", "on", "relative/dir", "Off"}) {
-    INFO("value: " << bad);
-    expect_one_usage_problem(toml_line("sandbox.cgroup", quoted(bad)),
-                             {"user.toml:2", "sandbox.cgroup", "must be auto, off or an absolute path"});
+  for (const auto& word : bad) {
+    INFO("value: " << word);
+    expect_one_usage_problem(toml_line(key, quoted(word)), {"user.toml:2", key, expected});
   }
+}
+
+TEST_CASE("[sandbox] disk_cap: auto or off, from the user config only") {
+  using mullet::config::DiskCap;
+  CHECK(Config().settings().sandbox.disk_cap == DiskCap::automatic);
+  check_words("sandbox.disk_cap", {"auto", "off"}, {"", "on", "kernel", "Off"}, "must be auto or off",
+              [](const mullet::config::Settings& settings, const std::string& word) {
+                CHECK(settings.sandbox.disk_cap == (word == "off" ? DiskCap::off : DiskCap::automatic));
+              });
+  // A repository may not weaken the cap to the watch.
+  Config config;
+  const auto problems = merge_repo(config, toml_line("sandbox.disk_cap", quoted(std::string("off"))));
+  INFO(messages(problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].severity == ExitCode::refused);
+  CHECK(config.settings().sandbox.disk_cap == DiskCap::automatic);
+}
+
+TEST_CASE("[sandbox] cgroup: auto, off or an absolute path, from the user config only") {
+  CHECK(Config().settings().sandbox.cgroup == "auto");
+  check_words("sandbox.cgroup", {"auto", "off", "/sys/fs/cgroup/user.slice/mine"}, {"", "on", "relative/dir", "Off"},
+              "must be auto, off or an absolute path",
+              [](const mullet::config::Settings& settings, const std::string& word) {
+                CHECK(settings.sandbox.cgroup == word);
+              });
   // A repository may not turn the kernel's limits off (nor point them elsewhere).
   for (const std::string word : {"off", "/sys/fs/cgroup"}) {
     Config config;

@@ -203,6 +203,20 @@ TEST_CASE("watchdog: disk stops the sandbox when the exact count is over the lim
   CHECK(disk.check(watchdog, 2 * disk_glance_interval_ms) == StopReason::disk);
 }
 
+TEST_CASE("watchdog: a full disk image stops the sandbox at the next glance, under the limit") {
+  using mullet::sandbox::disk_glance_interval_ms;
+  FakeDisk disk;
+  bool full = false;
+  DiskProbes probes = disk.probes();
+  probes.full = [&full] { return full; };
+  DiskWatchdog watchdog(started, 10 * mib, std::move(probes));
+  disk.used = 9 * mib;
+  CHECK(disk.check(watchdog, disk_glance_interval_ms) == keep_going);
+  full = true;
+  CHECK(disk.check(watchdog, disk_glance_interval_ms + 1) == keep_going);  // not yet due
+  CHECK(disk.check(watchdog, 2 * disk_glance_interval_ms) == StopReason::disk);
+}
+
 TEST_CASE("watchdog: a slow exact count runs less often, every disk_count_max_interval_ms at the least") {
   using namespace mullet::sandbox;
   const auto glance = disk_glance_interval_ms;
