@@ -6,7 +6,9 @@
 #include <set>
 
 #include "cli/commands.hpp"
+#include "cli/common.hpp"
 #include "git/pristine.hpp"
+#include "jobs/dispatch.hpp"
 #include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
 #include "jobs/stale_cgroups.hpp"
@@ -50,14 +52,43 @@ std::string state_of(const jobs::JobStore& store, const std::string& id, std::op
   return job ? jobs::state_name(jobs::effective_state(job->record)) : "damaged";
 }
 
+// A dispatched job (queued or running) is cancelled through its scheduler
+// when the scheduler's job is this repository's; a record copied from
+// another repository names that one's job, which runs on untouched while
+// the copy goes. A scheduler that does not answer keeps the job: what a
+// node may still be writing is not removed under it.
+void stop_dispatched_for_discard(const git::Repository& repo, jobs::JobStore& store, const jobs::JobRecord& record) {
+  const jobs::DispatchRecord& dispatch = *record.dispatch;
+  if (!dispatch.scheduler_id.empty()) {
+    const auto engine = jobs::make_dispatch_engine(dispatch.engine);
+    const jobs::SchedulerView view = engine->status(dispatch.scheduler_id, record.id);
+    if (view.status == jobs::SchedulerStatus::unknown) {
+      throw refused_error("cannot ask the scheduler about job " + record.id + " (" + dispatch.scheduler_id +
+                              "), which may still run; nothing was discarded",
+                          "try again when the scheduler answers (scontrol show job " + dispatch.scheduler_id + ")");
+    }
+    if (view.foreign ||
+        (!view.name.empty() && view.name != jobs::scheduler_job_name(jobs::repository_key(repo), record.id))) {
+      return;
+    }
+  }
+  stop_dispatched(repo, store, record, std::chrono::seconds(30));
+}
+
 // Stops a running job (with --force), so its runner cannot write to what is
 // being removed.
-void stop_if_running(const git::Repository& repo, const std::string& id, const std::optional<jobs::StoredJob>& job,
-                     bool force) {
-  if (!job || jobs::effective_state(job->record) != jobs::JobState::running) return;
+void stop_if_running(const git::Repository& repo, jobs::JobStore& store, const std::string& id,
+                     const std::optional<jobs::StoredJob>& job, bool force) {
+  if (!job) return;
+  const jobs::JobState state = jobs::effective_state(job->record);
+  if (!jobs::is_active(state)) return;
   if (!force) {
-    throw usage_error("job " + id + " is still running",
+    throw usage_error("job " + id + " is still " + jobs::state_name(state),
                       "stop it first (git mullet stop " + id + "), or pass --force to stop it and discard it");
+  }
+  if (job->record.dispatch) {
+    stop_dispatched_for_discard(repo, store, job->record);
+    return;
   }
   // A record copied from another repository names that one's runner: the
   // copy goes, the job it names runs on untouched.
@@ -75,7 +106,7 @@ void stop_if_running(const git::Repository& repo, const std::string& id, const s
 // Removes one job; returns the bytes of scratch space it held.
 std::uint64_t discard_one(const git::Repository& repo, jobs::JobStore& store, const std::string& id,
                           const std::optional<jobs::StoredJob>& job, bool force, const std::string& cgroup_setting) {
-  stop_if_running(repo, id, job, force);
+  stop_if_running(repo, store, id, job, force);
   // What a runner killed before its end left of the job's sandboxes.
   jobs::remove_job_cgroups(repo, id, cgroup_setting);
   const std::string root = jobs::job_paths(repo, id).root;
@@ -137,7 +168,7 @@ int discard(const DiscardOptions& options) {
       const bool wanted =
           options.all || std::find(options.states.begin(), options.states.end(), state) != options.states.end();
       if (!wanted) continue;
-      if (state == "running" && !(options.force && !options.all)) {
+      if ((state == "running" || state == "queued") && !(options.force && !options.all)) {
         ++running_skipped;
         continue;
       }

@@ -22,8 +22,6 @@ namespace {
 
 void stop_here(const git::Repository& repo, const jobs::JobStore& store, const jobs::JobRecord& record,
                std::chrono::milliseconds bound, const std::function<Error(const jobs::JobRecord&)>& not_running);
-void stop_dispatched(const git::Repository& repo, jobs::JobStore& store, const jobs::JobRecord& record,
-                     std::chrono::milliseconds bound);
 
 struct StopOptions {
   std::string job;
@@ -84,59 +82,6 @@ void stop_here(const git::Repository& repo, const jobs::JobStore& store, const j
                         ", is still running)",
                     "see where it is with `git mullet show " + id + "`, or try again: git mullet stop " + id);
     case jobs::RunnerStop::ended: break;
-  }
-}
-
-// A dispatched job: cancelled through its scheduler. One still queued is
-// recorded as cancelled here (the compare-and-swap loses to a node that
-// claimed it meanwhile); one a node runs gets SIGTERM there and writes its
-// own final record, which is waited for.
-void stop_dispatched(const git::Repository& repo, jobs::JobStore& store, const jobs::JobRecord& record,
-                     std::chrono::milliseconds bound) {
-  const std::string& id = record.id;
-  const auto engine = jobs::make_dispatch_engine(record.dispatch->engine);
-  const std::string& scheduler_id = record.dispatch->scheduler_id;
-  // The id must be this job's before anything is marked (cancel checks it
-  // again): a record fetched from elsewhere may name anyone's job.
-  const std::string key = jobs::repository_key(repo);
-  if (!scheduler_id.empty()) jobs::require_this_job(engine->status(scheduler_id, id), scheduler_id, key, id);
-  // Marked first: the node that gets the scheduler's SIGTERM ends it
-  // cancelled, not interrupted.
-  store.update(id, [](jobs::JobRecord& stored) {
-    if (stored.dispatch) stored.dispatch->reason = jobs::stop_requested_reason;
-  });
-  // A job array's id cancels all its tasks.
-  if (!scheduler_id.empty()) engine->cancel(scheduler_id, key, id);
-  store.update(id, [](jobs::JobRecord& stored) {
-    if (!stored.nodes.empty()) {
-      // A job array's nodes no task claimed: none will now.
-      bool ended = false;
-      for (auto& node : stored.nodes) {
-        if (node.state != jobs::JobState::queued) continue;
-        node.state = jobs::JobState::cancelled;
-        node.error = "cancelled before it started";
-        node.finished_at = util::now_utc();
-        ended = true;
-      }
-      jobs::settle_job(stored);
-      if (ended && !jobs::is_active(stored.state)) stored.finished_at = util::now_utc();
-      return;
-    }
-    if (stored.state != jobs::JobState::queued) return;
-    stored.state = jobs::JobState::cancelled;
-    stored.error = "cancelled before it started";
-    stored.finished_at = util::now_utc();
-  });
-  const std::int64_t deadline = util::monotonic_ms() + bound.count();
-  while (true) {
-    const auto now = store.load(id);
-    if (!now) throw failure("job " + id + " was discarded while it stopped");
-    if (!jobs::is_active(jobs::effective_state(now->record))) return;
-    if (util::monotonic_ms() >= deadline || util::cancel_requested()) {
-      throw failure("job " + id + " has not stopped yet (the scheduler was asked to cancel it)",
-                    "see where it is with `git mullet show " + id + "`, or try again: git mullet stop " + id);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }
 

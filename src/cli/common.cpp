@@ -2,18 +2,24 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <climits>
 #include <iostream>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
+#include "jobs/dispatch.hpp"
+#include "jobs/layout.hpp"
 #include "jobs/liveness.hpp"
 #include "jobs/nodes.hpp"
 #include "jobs/resume.hpp"
 #include "jobs/run_flags.hpp"
 #include "jobs/store.hpp"
+#include "util/clock.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
+#include "util/signals.hpp"
 #include "util/strings.hpp"
 
 namespace mullet::cli {
@@ -194,6 +200,59 @@ jobs::RunOutcome take_up_job(const std::string& job, jobs::RunRequest request) {
 
 void print_run_outcome(const jobs::RunOutcome& outcome, bool json) {
   print_job_outcome(outcome.record, outcome.hint, json, outcome.exit_code != ExitCode::ok);
+}
+
+// A dispatched job: cancelled through its scheduler. One still queued is
+// recorded as cancelled here (the compare-and-swap loses to a node that
+// claimed it meanwhile); one a node runs gets SIGTERM there and writes its
+// own final record, which is waited for.
+void stop_dispatched(const git::Repository& repo, jobs::JobStore& store, const jobs::JobRecord& record,
+                     std::chrono::milliseconds bound) {
+  const std::string& id = record.id;
+  const auto engine = jobs::make_dispatch_engine(record.dispatch->engine);
+  const std::string& scheduler_id = record.dispatch->scheduler_id;
+  // The id must be this job's before anything is marked (cancel checks it
+  // again): a record fetched from elsewhere may name anyone's job.
+  const std::string key = jobs::repository_key(repo);
+  if (!scheduler_id.empty()) jobs::require_this_job(engine->status(scheduler_id, id), scheduler_id, key, id);
+  // Marked first: the node that gets the scheduler's SIGTERM ends it
+  // cancelled, not interrupted.
+  store.update(id, [](jobs::JobRecord& stored) {
+    if (stored.dispatch) stored.dispatch->reason = jobs::stop_requested_reason;
+  });
+  // A job array's id cancels all its tasks.
+  if (!scheduler_id.empty()) engine->cancel(scheduler_id, key, id);
+  store.update(id, [](jobs::JobRecord& stored) {
+    if (!stored.nodes.empty()) {
+      // A job array's nodes no task claimed: none will now.
+      bool ended = false;
+      for (auto& node : stored.nodes) {
+        if (node.state != jobs::JobState::queued) continue;
+        node.state = jobs::JobState::cancelled;
+        node.error = "cancelled before it started";
+        node.finished_at = util::now_utc();
+        ended = true;
+      }
+      jobs::settle_job(stored);
+      if (ended && !jobs::is_active(stored.state)) stored.finished_at = util::now_utc();
+      return;
+    }
+    if (stored.state != jobs::JobState::queued) return;
+    stored.state = jobs::JobState::cancelled;
+    stored.error = "cancelled before it started";
+    stored.finished_at = util::now_utc();
+  });
+  const std::int64_t deadline = util::monotonic_ms() + bound.count();
+  while (true) {
+    const auto now = store.load(id);
+    if (!now) throw failure("job " + id + " was discarded while it stopped");
+    if (!jobs::is_active(jobs::effective_state(now->record))) return;
+    if (util::monotonic_ms() >= deadline || util::cancel_requested()) {
+      throw failure("job " + id + " has not stopped yet (the scheduler was asked to cancel it)",
+                    "see where it is with `git mullet show " + id + "`, or try again: git mullet stop " + id);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
 }
 
 }  // namespace mullet::cli

@@ -2,6 +2,7 @@
 // loading configuration, and printing jobs.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -65,6 +66,14 @@ jobs::RunOutcome take_up_job(const std::string& job, jobs::RunRequest request);
 
 // print_job_outcome for a job this process ran (`run`, `resume`).
 void print_run_outcome(const jobs::RunOutcome& outcome, bool json);
+
+// A dispatched job, stopped through its scheduler (`stop`, `discard
+// --force`): one still queued is recorded as cancelled here; one a node
+// runs gets the scheduler's SIGTERM there and writes its own final record,
+// waited for up to `bound`. Refused when the scheduler's job is not this
+// repository's.
+void stop_dispatched(const git::Repository& repo, jobs::JobStore& store, const jobs::JobRecord& record,
+                     std::chrono::milliseconds bound);
 
 // What `run`, `wait` and `stop` print once a job has ended, saying its error
 // once: the record as JSON (job_json) on stdout with the error and `hint` on

@@ -71,34 +71,43 @@ class SlurmEngine : public DispatchEngine {
 
   // An array's id cancels every task of it, queued or running.
   void cancel(const std::string& scheduler_id, const std::string& repository_key, const std::string& job_id) override {
-    require_this_job(status(scheduler_id, job_id), scheduler_id, repository_key, job_id);
+    const SchedulerView view = status(scheduler_id, job_id);
+    require_this_job(view, scheduler_id, repository_key, job_id);
+    // No name: the scheduler has no job of that id (an id it lists only
+    // under another, say a task's own id): nothing of ours to cancel.
+    if (view.name.empty()) return;
     const auto run = run_scheduler({"scancel", scheduler_id});
     if (!run.status.success()) {
       throw failure("scancel " + scheduler_id + " failed: " + util::terminal_safe(util::trim(run.err)));
     }
   }
 
-  // One id: `scontrol show job -o ID` (an array's id lists all its tasks);
-  // several: every job the controller knows, in one call.
+  // `scontrol show job -o ID` for each job (an array's id lists all its
+  // tasks), never the whole cluster's: other users' jobs are text we do
+  // not parse (a job name can spell fields), and a big cluster's list is
+  // unbounded.
   SchedulerTable query(const std::vector<std::string>& scheduler_ids) override {
     std::set<std::string> arrays;
     for (const auto& id : scheduler_ids) {
       if (!id.empty()) arrays.insert(array_job_of(id));
     }
-    if (arrays.empty()) return {true, {}};
-    std::vector<std::string> argv = {"scontrol", "show", "job", "-o"};
-    if (arrays.size() == 1) argv.push_back(*arrays.begin());
-    util::CapturedRun run;
-    try {
-      run = run_scheduler(argv);
-    } catch (const Error&) {
-      return {};
+    SchedulerTable table{true, {}};
+    for (const auto& array : arrays) {
+      util::CapturedRun run;
+      try {
+        run = run_scheduler({"scontrol", "show", "job", "-o", array});
+      } catch (const Error&) {
+        return {};
+      }
+      if (run.status.success()) {
+        table.jobs.merge(parse_scontrol_jobs(run.out).jobs);
+        continue;
+      }
+      // A job it no longer knows (MinJobAge passed, or a controller that
+      // lost its state): ended, for all we can tell.
+      if (run.err.find("Invalid job id") == std::string::npos) return {};
     }
-    if (run.status.success()) return parse_scontrol_jobs(run.out);
-    // A job it no longer knows (MinJobAge passed, or a controller that lost
-    // its state): ended, for all we can tell.
-    if (arrays.size() == 1 && run.err.find("Invalid job id") != std::string::npos) return {true, {}};
-    return {};
+    return table;
   }
 };
 
@@ -106,7 +115,7 @@ class SlurmEngine : public DispatchEngine {
 // off. Only the numbers a job of ours can have are entered: a huge array
 // of someone else's costs nothing.
 std::vector<int> array_tasks_of(const std::string& text) {
-  constexpr int highest = 1024;
+  constexpr int highest = max_nodes;
   std::vector<int> tasks;
   for (const auto& part : util::split(text.substr(0, text.find('%')), ',')) {
     const std::string range = part.substr(0, part.find(':'));
@@ -155,7 +164,8 @@ SchedulerView SchedulerTable::view(const std::string& scheduler_id, const std::s
   if (!names_job(found.name, job_id)) {
     return {SchedulerStatus::ended,
             "NOT_THIS_JOB",
-            "the scheduler's job " + scheduler_id + " is another job (named " + util::first_line(found.name, 80) + ")",
+            "the scheduler's job " + scheduler_id + " is another job (named " +
+                util::terminal_safe(util::first_line(found.name, 80)) + ")",
             "",
             found.name,
             true};
@@ -263,11 +273,13 @@ SchedulerTable parse_scontrol_jobs(const std::string& output) {
       if (key == "ArrayJobId") array = field.substr(equals + 1);
       if (key == "ArrayTaskId") tasks = field.substr(equals + 1);
     }
-    if (!array.empty() && array != "(null)" && is_scheduler_id(array) && !tasks.empty()) {
+    const bool array_task = !array.empty() && array != "(null)" && is_scheduler_id(array) && !tasks.empty();
+    if (array_task) {
       for (const int task : array_tasks_of(tasks)) table.jobs[array + "_" + std::to_string(task)] = view;
-    } else if (!job.empty() && is_scheduler_id(job)) {
-      table.jobs[job] = view;
     }
+    // A task's own id too (21 for task 20_1): asked for by it, it is that
+    // task, never "unknown"; an array's own id stays its tasks together.
+    if (!job.empty() && is_scheduler_id(job) && (!array_task || job != array)) table.jobs[job] = view;
   }
   return table;
 }

@@ -69,6 +69,12 @@ void claim_on_node(JobRecord& stored) {
   }
   const auto env = util::current_environment();
   const auto id = env.find("SLURM_JOB_ID");
+  // A batch job of an earlier submission that seemed to fail (sbatch timed
+  // out, yet the controller took it) never takes the job on record.
+  if (!stored.dispatch->scheduler_id.empty() && id != env.end() && id->second != stored.dispatch->scheduler_id) {
+    throw usage_error("this batch job " + util::terminal_safe(util::first_line(id->second, 40)) + " is not job " +
+                      stored.id + "'s (" + stored.dispatch->scheduler_id + "); it runs nothing");
+  }
   if (stored.dispatch->scheduler_id.empty() && id != env.end() && is_scheduler_id(id->second)) {
     stored.dispatch->scheduler_id = id->second;
   }
@@ -159,6 +165,12 @@ RunOutcome run_array_task(const git::Repository& repo, const config::Settings& s
     }
     // Asked to stop between the scheduler's start and this claim.
     if (util::cancel_requested()) throw usage_error("the task was cancelled before it claimed its node");
+    // A task of another array (one whose sbatch seemed to fail, then ran
+    // after all) never takes a node of the array on record.
+    if (!stored.dispatch->scheduler_id.empty() && stored.dispatch->scheduler_id != array->second) {
+      throw usage_error("this task's array " + util::terminal_safe(array->second) + " is not job " + stored.id +
+                        "'s (" + stored.dispatch->scheduler_id + "); node " + std::to_string(number) + " is not run");
+    }
     if (stored.dispatch->scheduler_id.empty()) stored.dispatch->scheduler_id = array->second;
     claim.state = JobState::running;
     claim.error.clear();

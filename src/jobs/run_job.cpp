@@ -57,12 +57,18 @@ RunOutcome submit_queued(const git::Repository& repo, const config::Settings& se
     });
     return {failed.record, ExitCode::job_failed, error.hint()};
   }
-  // The node may have claimed it already: only the ids are added.
+  // The node may have claimed it already: only the ids are added. A task of
+  // an earlier submission that seemed to fail (sbatch timed out, yet the
+  // controller took it) may have recorded its own id meanwhile: that one
+  // stays, and this submission's tasks find the job is not theirs.
   const auto submitted = store.update(record.id, [&](JobRecord& stored) {
-    stored.dispatch->scheduler_id = scheduler_id;
+    if (stored.dispatch->scheduler_id.empty()) stored.dispatch->scheduler_id = scheduler_id;
+    if (stored.dispatch->scheduler_id != scheduler_id) return;
     for (const int task : submit.array_tasks) {
       auto& node = stored.nodes.at(static_cast<std::size_t>(task - 1));
-      if (node.dispatch) node.dispatch->scheduler_id = scheduler_id + "_" + std::to_string(task);
+      if (node.dispatch && node.state == JobState::queued) {
+        node.dispatch->scheduler_id = scheduler_id + "_" + std::to_string(task);
+      }
     }
   });
   return {submitted.record, ExitCode::ok, ""};

@@ -143,6 +143,37 @@ test_stop_cancels_a_queued_and_a_running_job_through_the_scheduler() {
   assert_eq "$(git mullet show --json "$queued" | jq -r .result)" null "the queued job's result"
 }
 
+test_discard_force_cancels_a_queued_and_a_running_job_through_the_scheduler() {
+  new_repo repo
+  cd repo
+  slurm_config 2
+  local mark
+  mark="$(marker)"
+  submit -m "runs" --command "sleep $mark"
+  local running="$JOB" running_id
+  running_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
+  submit -m "waits" --command "echo never >never"
+  local queued="$JOB" queued_id
+  queued_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
+  cancel_on_exit "$running_id" "$queued_id"
+  wait_until 60 sh -c "[ \"\$(git mullet show --json $running | jq -r .state)\" = running ]"
+  wait_until 60 is_running "sleep $mark"
+
+  # Without --force neither goes: the scheduler would run them on.
+  expect_exit 2 git mullet discard "$queued"
+  assert_contains "$ERR" "is still queued"
+  expect_exit 0 git mullet discard --all --yes
+  assert_contains "$ERR" "left 2 running jobs alone"
+  assert_eq "$(scheduler_state "$queued_id")" PENDING "the queued job, for the scheduler"
+
+  expect_exit 0 timeout -k 5 60 git mullet discard --force "$queued"
+  wait_until 30 sh -c "[ -z \"\$(squeue -h -j $queued_id -o %T 2>/dev/null | grep -v -x -e CANCELLED -e COMPLETED)\" ]"
+  expect_exit 0 timeout -k 5 90 git mullet discard --force "$running"
+  no_process_left "sleep $mark"
+  wait_until 30 sh -c "[ -z \"\$(squeue -h -j $running_id -o %T 2>/dev/null | grep -v -x -e CANCELLED -e COMPLETED)\" ]"
+  assert_eq "$(git for-each-ref refs/mullet/jobs/)" "" "records left"
+}
+
 test_a_job_the_scheduler_kills_is_interrupted_and_resume_finishes_it() {
   new_repo repo
   cd repo
@@ -299,6 +330,11 @@ test_attack_a_copied_record_of_a_dispatched_job_cancels_nothing_there() {
   assert_contains "$ERR" "is not known to be job $id of this repository"
   assert_eq "$(scheduler_state "$scheduler_id")" RUNNING "a's job at the scheduler after b's stop"
   is_running "sleep $n" || fail "b's stop ended a's worker"
+  # b's discard --force takes b's copy and leaves a's job running.
+  expect_exit 0 git mullet discard --force "$id"
+  assert_eq "$(git for-each-ref refs/mullet/jobs/)" "" "b's records after its discard"
+  assert_eq "$(scheduler_state "$scheduler_id")" RUNNING "a's job at the scheduler after b's discard --force"
+  is_running "sleep $n" || fail "b's discard --force ended a's worker"
   cd ../a
   expect_exit 0 git mullet stop "$id"
   assert_eq "$(job_state "$id")" cancelled "a's job after its own stop"

@@ -208,9 +208,17 @@ TEST_CASE("scontrol's lines: an array's tasks one by one, waiting ones listed to
   CHECK(table.view("12", "0123456789").foreign);
   CHECK(table.view("12", "0123456789").status == SchedulerStatus::ended);
   // Someone's huge array costs a bounded table.
-  CHECK(table.jobs.size() < 1100);
-  CHECK(table.jobs.count("30_1024") == 1);
-  CHECK(table.jobs.count("30_1025") == 0);
+  CHECK(table.jobs.size() < 40);
+  CHECK(table.jobs.count("30_16") == 1);
+  CHECK(table.jobs.count("30_17") == 0);
+  // A task asked for by its own id is that task: ours here, and another
+  // job's task elsewhere is foreign, never "forgotten" (which would let
+  // cancel through).
+  CHECK(table.view("21", "0123456789").status == SchedulerStatus::running);
+  const auto someone = parse_scontrol_jobs("JobId=41 ArrayJobId=40 ArrayTaskId=1 JobName=nightly JobState=RUNNING\n");
+  CHECK(someone.view("41", "0123456789").foreign);
+  CHECK_THROWS_AS(mullet::jobs::require_this_job(someone.view("41", "0123456789"), "41", "0a1b2c3d", "0123456789"),
+                  Error);
   // No answer: nothing can be said.
   CHECK(mullet::jobs::SchedulerTable{}.view("20_1", "0123456789").status == SchedulerStatus::unknown);
   // A pending array whose tasks all ended but one.
