@@ -405,7 +405,12 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
     std::optional<PhaseDisk> disk;
     if (plan.disk_image) disk.emplace(m_paths, *plan.disk_image, dirs);
     result = sandbox::run_sandboxed(plan, io);
-    if (disk) disk->drain();
+    if (disk) {
+      // A descriptor the worker passed to a server of ours (SCM_RIGHTS on a
+      // socket it reaches) would keep the image busy: sessions go first.
+      servers.stop();
+      disk->drain();
+    }
   } catch (...) {
     cleanup();
     strip();

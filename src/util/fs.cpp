@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -282,14 +283,21 @@ void strip_one(int dir_fd, const std::string& name, const struct stat& info, con
 
 // A running sandbox changes the tree under the walk: what cannot be read is
 // skipped (the free-space glance in the runner is the backstop).
-void add_usage(int dir_fd, std::uint64_t& total, std::uint64_t stop_after, int depth) {
+// A file of several links holds its blocks once; each further link is an
+// entry (counted as the least an entry costs), not another copy.
+using SeenInodes = std::set<std::pair<dev_t, ino_t>>;
+
+void add_usage(int dir_fd, std::uint64_t& total, std::uint64_t stop_after, int depth, SeenInodes& linked) {
   DirectoryReader listing(dir_fd);
   while (const auto entry = listing.next()) {
     if (stop_after > 0 && total > stop_after) break;
     const char* name = entry->name.c_str();
     struct stat info {};
     if (::fstatat(dir_fd, name, &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    total += std::max(static_cast<std::uint64_t>(info.st_blocks) * 512U, min_entry_bytes);
+    const bool counted_before =
+        !S_ISDIR(info.st_mode) && info.st_nlink > 1 && !linked.insert({info.st_dev, info.st_ino}).second;
+    total +=
+        counted_before ? min_entry_bytes : std::max(static_cast<std::uint64_t>(info.st_blocks) * 512U, min_entry_bytes);
     if (!S_ISDIR(info.st_mode)) continue;
     if (depth + 1 >= max_walk_depth) {
       total = disk_usage_too_deep;
@@ -297,7 +305,7 @@ void add_usage(int dir_fd, std::uint64_t& total, std::uint64_t stop_after, int d
     }
     // A directory the writer made unreadable still counts.
     const UniqueFd child = open_granting_access(dir_fd, entry->name, O_RDONLY | O_DIRECTORY, 0700);
-    if (child) add_usage(child.get(), total, stop_after, depth + 1);
+    if (child) add_usage(child.get(), total, stop_after, depth + 1, linked);
     if (total == disk_usage_too_deep) return;
   }
 }
@@ -307,7 +315,8 @@ void add_usage(int dir_fd, std::uint64_t& total, std::uint64_t stop_after, int d
 std::uint64_t disk_usage(const std::string& path, std::uint64_t stop_after) {
   std::uint64_t total = 0;
   UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (dir) add_usage(dir.get(), total, stop_after, 0);
+  SeenInodes linked;
+  if (dir) add_usage(dir.get(), total, stop_after, 0, linked);
   return total;
 }
 

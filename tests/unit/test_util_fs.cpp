@@ -477,6 +477,16 @@ TEST_CASE("disk_usage counts allocated bytes without following symlinks") {
   CHECK(disk_usage(dir / "a/link-to-huge") == 0);
 }
 
+TEST_CASE("disk_usage counts a file of many links once") {
+  ScratchDir dir;
+  make_file(dir / "big", std::string(1U << 20U, 'b'));
+  const std::uint64_t one = disk_usage(dir.path());
+  for (int link = 0; link < 50; ++link) fs::create_hard_link(dir / "big", dir / ("link" + std::to_string(link)));
+  const std::uint64_t linked = disk_usage(dir.path());
+  CHECK(linked > one);                // each link is an entry
+  CHECK(linked < one + (1U << 20U));  // not 50 more copies
+}
+
 TEST_CASE("read_file_tail reads only the end of a file, and marks the cut") {
   ScratchDir dir;
   const std::string path = dir.path() + "/log";
