@@ -128,7 +128,7 @@ test_a_running_job_is_refused() {
   expect_exit 2 timeout -k 5 60 git mullet shell "$id" -- true
   assert_contains "$ERR" "is running"
   assert_contains "$ERR" "git mullet wait $id"
-  touch "$(job_dir "$id")/home/go"
+  touch "$(job_home "$(job_dir "$id")")/go"
   expect_exit 0 timeout -k 5 60 git mullet wait -q "$id"
 }
 
