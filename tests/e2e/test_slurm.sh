@@ -113,22 +113,30 @@ test_four_one_cpu_jobs_on_two_cpus_two_wait_queued() {
   done
 }
 
+# running_and_queued: two jobs of both CPUs each, the first running (its
+# worker sleeps until stopped), the second waiting for it; sets MARK (the
+# sleep's marker), RUNNING, RUNNING_ID, QUEUED and QUEUED_ID (the jobs and
+# the scheduler's ids), which are cancelled when the test ends.
+running_and_queued() {
+  slurm_config 2
+  MARK="$(marker)"
+  submit -m "runs" --command "sleep $MARK"
+  RUNNING="$JOB"
+  RUNNING_ID="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
+  submit -m "waits" --command "echo never >never"
+  QUEUED="$JOB"
+  QUEUED_ID="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
+  cancel_on_exit "$RUNNING_ID" "$QUEUED_ID"
+  wait_until 60 sh -c "[ \"\$(git mullet show --json $RUNNING | jq -r .state)\" = running ]"
+  wait_until 60 is_running "sleep $MARK"
+  assert_eq "$(scheduler_state "$QUEUED_ID")" PENDING "the second job, for the scheduler"
+}
+
 test_stop_cancels_a_queued_and_a_running_job_through_the_scheduler() {
   new_repo repo
   cd repo
-  # Each job takes both CPUs: the second waits for the first.
-  slurm_config 2
-  local mark
-  mark="$(marker)"
-  submit -m "runs" --command "sleep $mark"
-  local running="$JOB" running_id
-  running_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
-  submit -m "waits" --command "echo never >never"
-  local queued="$JOB" queued_id
-  queued_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
-  wait_until 60 sh -c "[ \"\$(git mullet show --json $running | jq -r .state)\" = running ]"
-  wait_until 60 is_running "sleep $mark"
-  assert_eq "$(scheduler_state "$queued_id")" PENDING "the second job, for the scheduler"
+  running_and_queued
+  local mark="$MARK" running="$RUNNING" running_id="$RUNNING_ID" queued="$QUEUED" queued_id="$QUEUED_ID"
 
   expect_exit 0 timeout -k 5 60 git mullet stop --json "$queued"
   assert_eq "$(json_field "$OUT" state)" cancelled "stop of a queued job: $OUT"
@@ -146,25 +154,15 @@ test_stop_cancels_a_queued_and_a_running_job_through_the_scheduler() {
 test_discard_force_cancels_a_queued_and_a_running_job_through_the_scheduler() {
   new_repo repo
   cd repo
-  slurm_config 2
-  local mark
-  mark="$(marker)"
-  submit -m "runs" --command "sleep $mark"
-  local running="$JOB" running_id
-  running_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
-  submit -m "waits" --command "echo never >never"
-  local queued="$JOB" queued_id
-  queued_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
-  cancel_on_exit "$running_id" "$queued_id"
-  wait_until 60 sh -c "[ \"\$(git mullet show --json $running | jq -r .state)\" = running ]"
-  wait_until 60 is_running "sleep $mark"
+  running_and_queued
+  local mark="$MARK" running="$RUNNING" running_id="$RUNNING_ID" queued="$QUEUED" queued_id="$QUEUED_ID"
 
   # Without --force neither goes: the scheduler would run them on.
   expect_exit 2 git mullet discard "$queued"
   assert_contains "$ERR" "is still queued"
   expect_exit 0 git mullet discard --all --yes
   assert_contains "$ERR" "left 2 running jobs alone"
-  assert_eq "$(scheduler_state "$queued_id")" PENDING "the queued job, for the scheduler"
+  assert_eq "$(scheduler_state "$queued_id")" PENDING "the queued job, for the scheduler, after discard --all"
 
   expect_exit 0 timeout -k 5 60 git mullet discard --force "$queued"
   wait_until 30 sh -c "[ -z \"\$(squeue -h -j $queued_id -o %T 2>/dev/null | grep -v -x -e CANCELLED -e COMPLETED)\" ]"
