@@ -67,10 +67,7 @@ void stop_dispatched_for_discard(const git::Repository& repo, jobs::JobStore& st
                               "), which may still run; nothing was discarded",
                           "try again when the scheduler answers (scontrol show job " + dispatch.scheduler_id + ")");
     }
-    if (view.foreign ||
-        (!view.name.empty() && view.name != jobs::scheduler_job_name(jobs::repository_key(repo), record.id))) {
-      return;
-    }
+    if (!jobs::is_this_job(view, jobs::repository_key(repo), record.id)) return;
   }
   stop_dispatched(repo, store, record, std::chrono::seconds(30));
 }

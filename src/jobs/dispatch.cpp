@@ -212,12 +212,14 @@ std::vector<std::string> sbatch_argv(const SubmitRequest& request) {
   return argv;
 }
 
+bool is_this_job(const SchedulerView& view, const std::string& repository_key, const std::string& job_id) {
+  return !view.foreign && view.status != SchedulerStatus::unknown &&
+         (view.name.empty() || view.name == scheduler_job_name(repository_key, job_id));
+}
+
 void require_this_job(const SchedulerView& view, const std::string& scheduler_id, const std::string& repository_key,
                       const std::string& job_id) {
-  // No name: the scheduler no longer knows the id (scancel then fails).
-  const bool ours = !view.foreign && view.status != SchedulerStatus::unknown &&
-                    (view.name.empty() || view.name == scheduler_job_name(repository_key, job_id));
-  if (ours) return;
+  if (is_this_job(view, repository_key, job_id)) return;
   const bool named = view.foreign || !view.name.empty();
   throw refused_error(
       "the scheduler's job " + scheduler_id + " is not known to be job " + job_id + " of this repository" +

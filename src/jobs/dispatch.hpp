@@ -97,6 +97,9 @@ std::unique_ptr<DispatchEngine> make_dispatch_engine(const std::string& name);
 std::string batch_script();
 // sbatch's argv for `request` (pure; the tests read it).
 std::vector<std::string> sbatch_argv(const SubmitRequest& request);
+// Whether `view` is the scheduler's answer for job `job_id` of the
+// repository whose key is `repository_key` (no name: a job it forgot).
+bool is_this_job(const SchedulerView& view, const std::string& repository_key, const std::string& job_id);
 // Refuses (mullet::Error) unless `view` is the scheduler's answer for job
 // `job_id`'s own `scheduler_id`, submitted from the repository whose key is
 // `repository_key`: never one that names another job or another
