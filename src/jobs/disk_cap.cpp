@@ -4,6 +4,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstdio>
 
 #include "util/error.hpp"
@@ -23,6 +25,20 @@ std::string program(const std::string& name) {
   std::string found = util::find_in_path(name, util::host_path());
   if (found.empty()) throw refused_error(name + " is not installed; the disk image cannot be filled or drained");
   return found;
+}
+
+// The length from which a path in the image is removed before the drain:
+// cp copies by path name, and the kernel refuses one of PATH_MAX bytes or
+// more. A copied entry's path grows by `grows_by` on the way out; a removed
+// one is at most a name longer than the limit, and rm must still reach it.
+std::size_t drain_path_limit(std::size_t grows_by) {
+  constexpr std::size_t path_max = PATH_MAX;
+  constexpr std::size_t name_max = NAME_MAX;
+  return std::min(path_max - name_max - 1, path_max - grows_by);
+}
+
+std::size_t count_nul_terminated(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\0'));
 }
 
 }  // namespace
@@ -76,12 +92,24 @@ PhaseDisk::PhaseDisk(const JobPaths& paths, const sandbox::DiskImage& image, con
       "fill");
 }
 
-void PhaseDisk::drain() {
+std::size_t PhaseDisk::drain() {
   // Fresh directories of ours that cp creates: nothing the worker left on
   // the host side is written through, and the image's names go nowhere but
   // below them.
   const std::string fresh = util::make_temp_dir(m_paths.root, "drain-");
+  std::size_t dropped = 0;
   try {
+    // A worker's chain of directories can be deeper than any path cp can
+    // name (the snapshot reads 128 levels at most): what lies below that
+    // length is removed first. find and rm walk by descriptor, at any depth;
+    // -regex's dot matches every byte, newlines included, in the C locale.
+    const std::size_t limit = drain_path_limit(fresh.size() - m_image.mount_point.size());
+    const std::string long_path = ".\\{" + std::to_string(limit) + ",\\}";
+    dropped = count_nul_terminated(sandbox::run_with_image_mounted(
+        m_image,
+        {program("find"), "-P", image_overlay(m_paths, {}).upper, image_home(m_paths), "-regextype", "posix-basic",
+         "-regex", long_path, "-prune", "-print0", "-exec", program("rm"), "-rf", "--", "{}", "+"},
+        "prune"));
     sandbox::run_with_image_mounted(
         m_image, {program("cp"), "-a", "-t", fresh + "/", "--", image_overlay(m_paths, {}).upper, image_home(m_paths)},
         "drain");
@@ -100,6 +128,7 @@ void PhaseDisk::drain() {
   if (::ftruncate(m_lock.get(), 0) != 0) {
     throw refused_error("cannot empty the disk image " + m_image.image + ": " + util::errno_text(errno));
   }
+  return dropped;
 }
 
 }  // namespace mullet::jobs

@@ -41,8 +41,9 @@ class PhaseDisk {
   // home). Throws a refusal on failure.
   PhaseDisk(const JobPaths& paths, const sandbox::DiskImage& image, const SandboxDirs& dirs);
   // Copies the image's upper dir and home into fresh directories and puts
-  // them in place of the job's, then empties the image.
-  void drain();
+  // them in place of the job's, then empties the image. Returns how many
+  // entries were dropped because their path was too long to copy.
+  std::size_t drain();
 
  private:
   JobPaths m_paths;

@@ -409,7 +409,10 @@ std::pair<sandbox::RunResult, PhaseRecord> PhaseRunner::run(const PhaseSpec& pha
       // A descriptor the worker passed to a server of ours (SCM_RIGHTS on a
       // socket it reaches) would keep the image busy: sessions go first.
       servers.stop();
-      disk->drain();
+      if (const std::size_t dropped = disk->drain(); dropped > 0) {
+        to_log("git-mullet: " + std::to_string(dropped) +
+               " entries under paths longer than the host can copy were dropped from the disk image\n");
+      }
     }
   } catch (...) {
     cleanup();

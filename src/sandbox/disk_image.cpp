@@ -152,7 +152,8 @@ void wait_image_released(const DiskImage& image) {
   }
 }
 
-void run_with_image_mounted(const DiskImage& image, const std::vector<std::string>& argv, const std::string& what) {
+std::string run_with_image_mounted(const DiskImage& image, const std::vector<std::string>& argv,
+                                   const std::string& what) {
   wait_image_released(image);
   LoopMountChild child{image.image, image.mount_point, {}};
   util::SpawnOptions options;
@@ -167,6 +168,7 @@ void run_with_image_mounted(const DiskImage& image, const std::vector<std::strin
   }
   // Its namespace went with it; the loop device follows.
   wait_image_released(image);
+  return run.out;
 }
 
 bool loop_mount_in_child(LoopMountChild& child) {

@@ -79,8 +79,9 @@ void wait_image_released(const DiskImage& image);
 
 // Runs `argv` (as root, our PATH, no shell) in a mount namespace of its own
 // with the image mounted on image.mount_point, and waits for it; throws a
-// refusal naming `what` when it fails.
-void run_with_image_mounted(const DiskImage& image, const std::vector<std::string>& argv, const std::string& what);
+// refusal naming `what` when it fails. Returns what it printed.
+std::string run_with_image_mounted(const DiskImage& image, const std::vector<std::string>& argv,
+                                   const std::string& what);
 
 // For the child that becomes bwrap (staging.hpp), prepared before the fork.
 struct LoopMountChild {

@@ -149,11 +149,12 @@ run_tests() {
     number=$((number + 1))
     local dir="$TEST_ROOT/$name"
     mkdir -p "$dir"
+    local started=$SECONDS
     if (cd "$dir" && set -e && "$name"); then
-      echo "ok $number - $name"
+      echo "ok $number - $name ($((SECONDS - started)) s)"
       passed=$((passed + 1))
     else
-      echo "not ok $number - $name (scratch kept in $dir)"
+      echo "not ok $number - $name ($((SECONDS - started)) s; scratch kept in $dir)"
       failed=$((failed + 1))
     fi
   done

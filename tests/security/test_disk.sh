@@ -331,6 +331,53 @@ finish"
   assert_eq "$(cat "$(sec_job_dir)/home/linked")" DRAINED-THROUGH "the worker's file in its home"
 }
 
+test_paths_too_long_to_copy_are_dropped_and_the_rest_drained() {
+  # cp copies by path name and the kernel refuses a path of PATH_MAX bytes
+  # or more. Before, an image holding a longer path (a chain of long names
+  # here; in CI, a chain of 2,000 directories the watch stopped too late)
+  # could not be drained: the job was refused and the worker's work lost.
+  # Now what lies past the limit is dropped, in the work tree and the home,
+  # whatever bytes its names hold (a newline here), with a line in the log.
+  new_repo repo
+  cd repo
+  trap cleanup_job_data EXIT
+  sec_config '[limits]' 'disk_mb = 100' 'timeout = 60'
+  local held
+  held="$(disk_held_by)"
+  assert_eq "$held" "$(expected_disk_holder)" "how disk_mb is held"
+  sec_run "python3 - <<'PY'
+import os
+def chain(base, name):
+    os.mkdir(base)
+    fd = os.open(base, os.O_RDONLY)
+    for _ in range(20):
+        os.mkdir(name, dir_fd=fd)
+        below = os.open(name, os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = below
+    out = os.open('f', os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+    os.write(out, b'deep\\n')
+    os.close(out)
+chain('long', 'n' * 250)
+chain(os.environ['HOME'] + '/long', 'n' * 249 + '\\n')
+PY
+echo kept >kept
+finish"
+  sec_assert_worker_ran
+  sec_assert_state succeeded
+  local result
+  result="$(sec_jq 'd["result"]')"
+  assert_eq "$(git cat-file blob "$result:kept")" kept "the worker's short-named file in the result"
+  if [ "$held" = kernel ]; then
+    assert_contains "$LOG" "git-mullet: 2 entries under paths longer than the host can copy were dropped" "the log"
+    assert_eq "$(git ls-tree -r --name-only "$result" -- long | wc -l)" 0 "files past the limit in the result"
+    [ "$(find "$(sec_job_dir)/home/long" | wc -l)" -gt 5 ] || fail "the home's chain was not drained up to the limit"
+  else
+    assert_not_contains "$LOG" "were dropped" "the log (nothing is copied under the watch)"
+    assert_eq "$(git ls-tree -r --name-only "$result" -- long | wc -l)" 1 "the long-named file in the result"
+  fi
+}
+
 test_killed_runner_leaves_no_mount_and_resume_finishes() {
   # SIGKILL of the runner mid-phase: the sandbox goes with it (its death
   # signal), the image's loop device with the namespaces; resume makes the
