@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <map>
+#include <mutex>
 
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
@@ -102,8 +104,10 @@ std::set<std::string> flags_from_help(std::string_view help) {
   return flags;
 }
 
-ProbedBinary probe_binary_file(const std::string& real_path, const std::string& cache_dir,
-                               const ProbeQuestions& questions) {
+namespace {
+
+ProbedBinary probe_uncached(const std::string& real_path, const std::string& cache_dir,
+                            const ProbeQuestions& questions) {
   if (auto cached = cached_probe(cache_dir, questions.cache_name, real_path)) return std::move(*cached);
   const auto ask = [&](const std::vector<std::string>& arguments, const std::string& scratch) {
     util::SpawnOptions options;
@@ -137,6 +141,26 @@ ProbedBinary probe_binary_file(const std::string& real_path, const std::string& 
   ProbedBinary probed{questions.parse_version(version.out), flags_from_help(help.out + help.err)};
   spdlog::debug("probed {}: version {}, {} flags", real_path, probed.version, probed.flags.size());
   store_probe(cache_dir, questions.cache_name, real_path, probed);
+  return probed;
+}
+
+}  // namespace
+
+ProbedBinary probe_binary_file(const std::string& real_path, const std::string& cache_dir,
+                               const ProbeQuestions& questions) {
+  // A run asks more than once (the plan, then each attempt and node), and
+  // a repository's first job has no jobs directory to cache the answer in
+  // yet: each start of the binary costs seconds. Kept for the process too.
+  static std::mutex remembered_lock;
+  static std::map<std::string, ProbedBinary> remembered;
+  const std::string key = questions.cache_name + "\n" + real_path + "\n" + identity_of(real_path);
+  {
+    const std::lock_guard<std::mutex> hold(remembered_lock);
+    if (const auto found = remembered.find(key); found != remembered.end()) return found->second;
+  }
+  ProbedBinary probed = probe_uncached(real_path, cache_dir, questions);
+  const std::lock_guard<std::mutex> hold(remembered_lock);
+  remembered.insert_or_assign(key, probed);
   return probed;
 }
 
