@@ -27,30 +27,7 @@ changed_sources() {
   {
     git diff --name-only -z "$base" --
     git ls-files -z --others --exclude-standard -- src
-  } | python3 - "$source_dir" "$build_dir" <<'PY'
-import os, subprocess, sys
-source_dir, build_dir = sys.argv[1], sys.argv[2]
-changed = {os.path.realpath(os.path.join(source_dir, p)) for p in sys.stdin.read().split("\0") if p}
-# Each object's sources and headers, as the compiler reported them.
-deps = subprocess.run(["ninja", "-C", build_dir, "-t", "deps"], capture_output=True, text=True, check=True).stdout
-selected, current, source = set(), False, None
-for line in deps.splitlines():
-    if line and not line.startswith(" "):
-        source, current = None, False
-        continue
-    path = os.path.realpath(os.path.join(build_dir, line.strip()))
-    if source is None:
-        source = path
-        current = path.startswith(os.path.join(source_dir, "src") + "/") and path.endswith(".cpp")
-    if current and path in changed:
-        selected.add(os.path.relpath(source, source_dir))
-# A source the build has not compiled has no deps yet: checked if changed.
-for path in changed:
-    rel = os.path.relpath(path, source_dir)
-    if rel.startswith("src/") and rel.endswith(".cpp") and os.path.exists(path):
-        selected.add(rel)
-sys.stdout.write("".join(name + "\0" for name in sorted(selected)))
-PY
+  } | python3 "$source_dir/tests/lint/select_sources.py" "$source_dir" "$build_dir"
 }
 
 list="$(mktemp)"
@@ -62,7 +39,7 @@ if [ "${MULLET_TIDY_ALL:-0}" = 1 ]; then
 elif ! [[ "$base" =~ ^[0-9a-f]{40}$ ]] || ! git merge-base --is-ancestor "$base" HEAD 2>/dev/null; then
   scope="every file (tests/lint/clean-at names no ancestor of HEAD)"
   all_sources >"$list"
-elif [ -n "$(git diff --name-only "$base" -- .clang-tidy tests/lint/clang-tidy.sh src/CMakeLists.txt CMakeLists.txt)" ]; then
+elif [ -n "$(git diff --name-only "$base" -- .clang-tidy tests/lint/clang-tidy.sh tests/lint/select_sources.py src/CMakeLists.txt CMakeLists.txt)" ]; then
   scope="every file (the lint's configuration changed since ${base:0:10})"
   all_sources >"$list"
 else
