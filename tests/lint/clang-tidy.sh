@@ -8,7 +8,7 @@
 # (scripts/lint records it after a full run without findings), and a file
 # is checked when it, or any header it includes (from the build's ninja
 # deps), differs from that commit. Everything is checked when that commit is
-# not an ancestor of HEAD, when the lint's own configuration changed, or
+# not an ancestor of HEAD, when the checks or the compile flags changed, or
 # with MULLET_TIDY_ALL=1.
 # Usage: clang-tidy.sh <source dir> <build dir>
 set -euo pipefail
@@ -39,8 +39,8 @@ if [ "${MULLET_TIDY_ALL:-0}" = 1 ]; then
 elif ! [[ "$base" =~ ^[0-9a-f]{40}$ ]] || ! git merge-base --is-ancestor "$base" HEAD 2>/dev/null; then
   scope="every file (tests/lint/clean-at names no ancestor of HEAD)"
   all_sources >"$list"
-elif [ -n "$(git diff --name-only "$base" -- .clang-tidy tests/lint/clang-tidy.sh tests/lint/select_sources.py src/CMakeLists.txt CMakeLists.txt)" ]; then
-  scope="every file (the lint's configuration changed since ${base:0:10})"
+elif [ -n "$(git diff --name-only "$base" -- .clang-tidy src/CMakeLists.txt CMakeLists.txt)" ]; then
+  scope="every file (.clang-tidy or the CMake files changed since ${base:0:10})"
   all_sources >"$list"
 else
   changed_sources "$base" >"$list"
