@@ -3,6 +3,11 @@
 # when a repository file tries to widen a wall), and changes nothing: no job
 # ref, no scratch directory, no branch, nothing in the user's repository.
 source "$(dirname "$0")/../lib/harness.sh"
+# As a user, the tests that run a sandbox; the rest is argument and config
+# parsing on the host, the same for every uid (root runs all).
+AS_USER_TESTS=(
+  test_repository_file_may_not_widen_a_wall
+)
 
 # config_error FILE LINE KEY: $ERR reports one configuration problem, naming
 # the file, the line and the key.

@@ -12,6 +12,15 @@
 # with its own script: a JSON list of turns, each a list of blocks (see the
 # server's docstring and the helpers in tests/lib/claude_api.sh).
 source "$(dirname "$0")/../lib/harness.sh"
+# As a user, the tests that reach the sandbox's walls; the rest is the
+# executor's own logic, the same for every uid (root runs all).
+AS_USER_TESTS=(
+  test_a_session_writes_a_file_and_returns_done
+  test_bash_cannot_read_home_write_outside_or_reach_the_network
+  test_claude_codes_temp_dir_and_sockets_are_private_and_short
+  test_repository_hooks_and_mcp_servers_never_run
+  test_without_socat_claude_codes_sandbox_is_required
+)
 
 source "$HARNESS_DIR/claude_api.sh"
 

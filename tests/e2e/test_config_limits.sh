@@ -4,6 +4,14 @@
 # files with a size and nesting cap, and all of it is refused with exit 2,
 # naming the file, before any job exists.
 source "$(dirname "$0")/../lib/harness.sh"
+# As a user, the tests where the uid or a running sandbox matters; the rest
+# is config parsing on the host, the same for every uid (root runs all).
+AS_USER_TESTS=(
+  test_a_repository_file_cannot_lift_a_limit
+  test_gate_limits
+  test_uid_out_of_range_creates_no_job
+  test_user_config_must_be_a_small_regular_file
+)
 
 # Every key the repository's .mullet.toml may lower, with its largest value.
 LIMITS=(

@@ -5,6 +5,13 @@
 # OpenAI-compatible API (tests/lib/fake_openai_api.py) on the host's
 # loopback, which it reaches only through git-mullet's credential endpoint.
 source "$(dirname "$0")/../lib/harness.sh"
+# As a user, the tests that reach the sandbox's walls; the rest is the
+# executor's own logic, the same for every uid (root runs all).
+AS_USER_TESTS=(
+  test_a_cold_start_installs_nothing_and_reaches_only_the_endpoint
+  test_a_session_edits_a_file_and_finishes_done
+  test_the_workers_shell_finds_no_key_only_the_sentinel
+)
 
 source "$HARNESS_DIR/opencode_api.sh"
 

@@ -26,6 +26,7 @@ export GIT_COMMITTER_NAME=test GIT_COMMITTER_EMAIL=test@example.invalid
 git config --global init.defaultBranch main
 git config --global advice.detachedHead false
 unset GIT_MULLET_CONFIG GIT_DIR GIT_WORK_TREE
+AS_USER_TESTS=()
 
 fail() {
   echo "    FAIL: $*" >&2
@@ -144,7 +145,25 @@ no_process_left() {
 
 run_tests() {
   local passed=0 failed=0 number=0 name
-  for name in $(declare -F | awk '{print $3}' | grep '^test_' | sort); do
+  local -a names
+  mapfile -t names < <(declare -F | awk '{print $3}' | grep '^test_' | sort)
+  # A suite whose tests mostly exercise host-side logic that is the same for
+  # every uid (argument and config parsing, an executor's event handling)
+  # names in AS_USER_TESTS the ones that reach what differs as a user (the
+  # sandbox's namespaces, ownership, the key's path): as-user.sh runs only
+  # those. Every other suite, and every security suite, runs whole as both.
+  if [ "${MULLET_AS_USER_RUN:-0}" = 1 ] && [ "${#AS_USER_TESTS[@]}" -gt 0 ] && [ -z "${ONLY:-}" ]; then
+    for name in "${AS_USER_TESTS[@]}"; do
+      if ! declare -F "$name" >/dev/null; then
+        echo "Bail out! AS_USER_TESTS names $name, which this suite does not define"
+        echo "0 passed, 1 failed"
+        return 1
+      fi
+    done
+    echo "# as the user: ${#AS_USER_TESTS[@]} of ${#names[@]} tests (AS_USER_TESTS); root runs them all"
+    names=("${AS_USER_TESTS[@]}")
+  fi
+  for name in "${names[@]}"; do
     if [ -n "${ONLY:-}" ] && [ "$name" != "$ONLY" ]; then continue; fi
     number=$((number + 1))
     local dir="$TEST_ROOT/$name"
