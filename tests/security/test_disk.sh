@@ -46,6 +46,18 @@ expected_disk_holder() {
   fi
 }
 
+# disk_test_repo: a repository to attack in (the current directory from
+# now), its job data removed when the test ends, with disk_mb = 100; HELD
+# is how this uid holds it, asserted to be what it must be.
+disk_test_repo() {
+  new_repo repo
+  cd repo
+  trap cleanup_job_data EXIT
+  sec_config '[limits]' 'disk_mb = 100' 'timeout = 60'
+  HELD="$(disk_held_by)"
+  assert_eq "$HELD" "$(expected_disk_holder)" "how disk_mb is held"
+}
+
 # usage_mib: what the job left on the host's disk, in its work tree (its
 # overlay's upper dir) and home.
 usage_mib() {
@@ -243,13 +255,8 @@ test_parallel_writers_stop_at_the_cap() {
   # with disk_mb = 100: with the kernel's image nothing gets past the limit
   # (the image's own metadata is the only slack: at most 5%); with the watch
   # alone the writers get somewhat past it before the poll kills them.
-  new_repo repo
-  cd repo
-  trap cleanup_job_data EXIT
-  sec_config '[limits]' 'disk_mb = 100' 'timeout = 60'
-  local held
-  held="$(disk_held_by)"
-  assert_eq "$held" "$(expected_disk_holder)" "how disk_mb is held"
+  disk_test_repo
+  local held="$HELD"
   sec_run "finish
 for i in 1 2 3 4; do dd if=/dev/zero of=fill\$i bs=1M count=100 2>/dev/null & done
 for i in 1 2 3 4; do dd if=/dev/zero of=\"\$HOME/fill\$i\" bs=1M count=100 2>/dev/null & done
@@ -338,13 +345,8 @@ test_paths_too_long_to_copy_are_dropped_and_the_rest_drained() {
   # could not be drained: the job was refused and the worker's work lost.
   # Now what lies past the limit is dropped, in the work tree and the home,
   # whatever bytes its names hold (a newline here), with a line in the log.
-  new_repo repo
-  cd repo
-  trap cleanup_job_data EXIT
-  sec_config '[limits]' 'disk_mb = 100' 'timeout = 60'
-  local held
-  held="$(disk_held_by)"
-  assert_eq "$held" "$(expected_disk_holder)" "how disk_mb is held"
+  disk_test_repo
+  local held="$HELD"
   sec_run "python3 - <<'PY'
 import os
 def chain(base, name):
