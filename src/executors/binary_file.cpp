@@ -154,9 +154,17 @@ ProbedBinary probe_binary_file(const std::string& real_path, const std::string& 
   static std::mutex remembered_lock;
   static std::map<std::string, ProbedBinary> remembered;
   const std::string key = questions.cache_name + "\n" + real_path + "\n" + identity_of(real_path);
+  std::optional<ProbedBinary> known;
   {
     const std::lock_guard<std::mutex> hold(remembered_lock);
-    if (const auto found = remembered.find(key); found != remembered.end()) return found->second;
+    if (const auto found = remembered.find(key); found != remembered.end()) known = found->second;
+  }
+  if (known) {
+    // The jobs directory may exist by now: the next process finds it there.
+    if (!cached_probe(cache_dir, questions.cache_name, real_path)) {
+      store_probe(cache_dir, questions.cache_name, real_path, *known);
+    }
+    return std::move(*known);
   }
   ProbedBinary probed = probe_uncached(real_path, cache_dir, questions);
   const std::lock_guard<std::mutex> hold(remembered_lock);
