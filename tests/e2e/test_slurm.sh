@@ -182,7 +182,10 @@ test_a_job_the_scheduler_kills_is_interrupted_and_resume_finishes_it() {
   submit -m "killed, then resumed" --command "if [ -e started ]; then echo resumed >done; exit 0; fi; echo 1 >started; sleep $mark"
   local first_id
   first_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
-  wait_until 60 is_running "sleep $mark"
+  # The worker's own sleep, not bwrap or the shell whose command line holds
+  # its words: `started` is written, so the snapshot of the run the
+  # scheduler kills has it (cancelled before, the resumed run would sleep).
+  wait_until 60 is_running_exactly "sleep $mark"
   scancel "$first_id"
   # wait's exit code for a job that did not end well.
   expect_exit 1 timeout -k 5 90 git mullet wait --json "$JOB"
@@ -452,7 +455,8 @@ test_a_task_the_scheduler_cancels_is_interrupted_and_resume_runs_only_it() {
   submit_array -m "one is killed" --nodes 2 --command \
     "if [ \"\$MULLET_NODE\" = 2 ] && [ ! -e started ]; then echo 1 >started; sleep $mark; fi; echo \"node \$MULLET_NODE\" >done-\$MULLET_NODE"
   local first="$ARRAY"
-  wait_until 60 is_running "sleep $mark"
+  # Node 2's own sleep: its `started` is written (see the test of a job of one).
+  wait_until 60 is_running_exactly "sleep $mark"
   scancel "${first}_2"
   expect_exit 0 timeout -k 5 120 git mullet wait --json "$JOB"
   valid_job "$OUT" "wait --json (a node interrupted by the scheduler)"
