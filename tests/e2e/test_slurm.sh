@@ -27,15 +27,6 @@ slurm_config() {
   user_config '[dispatch]' 'engine = "slurm"' "cpus = ${1:-1}" '[limits]' 'memory_mb = 512'
 }
 
-# submit ARGS...: `git mullet run --json -q ARGS`, which returns at once with
-# the job queued; sets JOB and JOB_JSON.
-submit() {
-  run_job "$@"
-  assert_eq "$RUN_CODE" 0 "run's exit code ($JOB_JSON)"
-  assert_eq "$(json_field "$JOB_JSON" state)" queued "state after submitting"
-  assert_matches "$(json_get "$JOB_JSON" .dispatch.scheduler_id)" '^[0-9]+$' "the scheduler's id"
-}
-
 # cancel_on_exit ID...: the scheduler's jobs ID are cancelled when the test
 # ends, failed or not (the trap runs as the test's subshell exits, its
 # locals gone: the ids are kept in SUBMITTED).
@@ -44,6 +35,18 @@ cancel_on_exit() {
   trap '[ "${#SUBMITTED[@]}" -eq 0 ] || scancel "${SUBMITTED[@]}" 2>/dev/null || true' EXIT
 }
 SUBMITTED=()
+
+# submit ARGS...: `git mullet run --json -q ARGS`, which returns at once with
+# the job queued; sets JOB and JOB_JSON. The scheduler's job is cancelled when
+# the test ends: one a failed test leaves running would hold CPUs that the
+# tests after it wait for.
+submit() {
+  run_job "$@"
+  assert_eq "$RUN_CODE" 0 "run's exit code ($JOB_JSON)"
+  assert_eq "$(json_field "$JOB_JSON" state)" queued "state after submitting"
+  assert_matches "$(json_get "$JOB_JSON" .dispatch.scheduler_id)" '^[0-9]+$' "the scheduler's id"
+  cancel_on_exit "$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
+}
 
 # hold_the_node: a job of both CPUs that runs until stopped, so that what is
 # submitted next waits; sets HOLDER (its job), HOLDER_ID (the scheduler's)
@@ -126,7 +129,6 @@ running_and_queued() {
   submit -m "waits" --command "echo never >never"
   QUEUED="$JOB"
   QUEUED_ID="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
-  cancel_on_exit "$RUNNING_ID" "$QUEUED_ID"
   wait_until 60 sh -c "[ \"\$(git mullet show --json $RUNNING | jq -r .state)\" = running ]"
   wait_until 60 is_running "sleep $MARK"
   assert_eq "$(scheduler_state "$QUEUED_ID")" PENDING "the second job, for the scheduler"
@@ -182,7 +184,10 @@ test_a_job_the_scheduler_kills_is_interrupted_and_resume_finishes_it() {
   submit -m "killed, then resumed" --command "if [ -e started ]; then echo resumed >done; exit 0; fi; echo 1 >started; sleep $mark"
   local first_id
   first_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
-  wait_until 60 is_running "sleep $mark"
+  # The worker's own sleep, not bwrap or the shell whose command line holds
+  # its words: `started` is written, so the snapshot of the run the
+  # scheduler kills has it (cancelled before, the resumed run would sleep).
+  wait_until 60 is_running_exactly "sleep $mark"
   scancel "$first_id"
   # wait's exit code for a job that did not end well.
   expect_exit 1 timeout -k 5 90 git mullet wait --json "$JOB"
@@ -196,6 +201,7 @@ test_a_job_the_scheduler_kills_is_interrupted_and_resume_finishes_it() {
   assert_eq "$(json_field "$OUT" state)" queued "resume of a dispatched job: $OUT"
   local second_id
   second_id="$(json_get "$OUT" .dispatch.scheduler_id)"
+  cancel_on_exit "$second_id"
   [ "$second_id" != "$first_id" ] || fail "resume did not submit it again ($second_id)"
   expect_exit 0 timeout -k 5 120 git mullet wait --json "$JOB"
   assert_eq "$(json_field "$OUT" state)" succeeded "$OUT"
@@ -242,7 +248,6 @@ touch $pwned.4
     '[limits]' 'memory_mb = 512'
   submit -m "$evil" --title "$evil" --command 'echo ok >ok'
   local scheduler_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
-  cancel_on_exit "$scheduler_id"
   expect_exit 0 timeout -k 5 120 git mullet wait --json "$JOB"
   assert_eq "$(json_field "$OUT" state)" succeeded "$OUT"
   assert_eq "$(json_field "$OUT" prompt)" "$(printf "%s" "$evil")" "the prompt, kept as given"
@@ -285,7 +290,6 @@ test_attack_a_record_naming_another_scheduler_job_cancels_nothing() {
   # Both CPUs wanted: it waits behind the other job.
   submit -m "queued" --command 'echo never >never'
   real_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
-  cancel_on_exit "$real_id"
   wait_until 60 sh -c "[ \"\$(squeue -h -j $other -o %T)\" = RUNNING ]"
   rewrite_record "$JOB" ".dispatch.scheduler_id = \"$other\"" \
     's/"scheduler_id":"[0-9_]*"/"scheduler_id":"'"$other"'"/'
@@ -316,7 +320,6 @@ test_attack_a_copied_record_of_a_dispatched_job_cancels_nothing_there() {
   submit -m "runs on" --command "echo up >/mullet/work/up.marker; sleep $n"
   id="$JOB"
   scheduler_id="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
-  cancel_on_exit "$scheduler_id"
   wait_until 60 sh -c "[ \"\$(git mullet show --json $id | jq -r .state)\" = running ]"
   wait_until 60 is_running "sleep $n"
   cd ..
@@ -346,14 +349,16 @@ ARRAY_COMMAND='echo "node $MULLET_NODE" >"node-$MULLET_NODE.txt"
 case $MULLET_NODE in 1) seq 1 10 >big.txt ;; 3) seq 1 3 >small.txt ;; esac'
 
 # submit_array ARGS...: `git mullet run --json -q ARGS` of a job array; sets
-# JOB, JOB_JSON and ARRAY (the array's id). A task may have claimed its node
-# before the record was printed: queued or running.
+# JOB, JOB_JSON and ARRAY (the array's id), which is cancelled when the test
+# ends. A task may have claimed its node before the record was printed:
+# queued or running.
 submit_array() {
   run_job "$@"
   assert_eq "$RUN_CODE" 0 "run's exit code ($JOB_JSON)"
   assert_matches "$(json_field "$JOB_JSON" state)" '^(queued|running)$' "state after submitting"
   ARRAY="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
   assert_matches "$ARRAY" '^[0-9]+$' "the array's id"
+  cancel_on_exit "$ARRAY"
 }
 
 # node_states JOB: the nodes' states as recorded, space-separated.
@@ -452,7 +457,8 @@ test_a_task_the_scheduler_cancels_is_interrupted_and_resume_runs_only_it() {
   submit_array -m "one is killed" --nodes 2 --command \
     "if [ \"\$MULLET_NODE\" = 2 ] && [ ! -e started ]; then echo 1 >started; sleep $mark; fi; echo \"node \$MULLET_NODE\" >done-\$MULLET_NODE"
   local first="$ARRAY"
-  wait_until 60 is_running "sleep $mark"
+  # Node 2's own sleep: its `started` is written (see the test of a job of one).
+  wait_until 60 is_running_exactly "sleep $mark"
   scancel "${first}_2"
   expect_exit 0 timeout -k 5 120 git mullet wait --json "$JOB"
   valid_job "$OUT" "wait --json (a node interrupted by the scheduler)"
@@ -468,6 +474,7 @@ test_a_task_the_scheduler_cancels_is_interrupted_and_resume_runs_only_it() {
   assert_matches "$(json_field "$OUT" state)" '^(queued|running)$' "resume of a job array: $OUT"
   local second
   second="$(json_get "$OUT" .dispatch.scheduler_id)"
+  cancel_on_exit "$second"
   [ "$second" != "$first" ] || fail "resume did not submit it again ($second)"
   # Only the unfinished node is submitted; the finished one keeps its task.
   expect_exit 0 scontrol show job -o "$second"
@@ -516,13 +523,11 @@ test_attack_forged_array_tasks_and_a_copied_record_run_nothing() {
   hold_the_node
   local mark="$HOLDER_MARK" holder="$HOLDER" work
   holder_id="$HOLDER_ID"
-  cancel_on_exit "$holder_id"
   work="$(marker)"
   # One CPU a task: both run once the holder is gone.
   slurm_config 1
   submit_array -m "waits" --nodes 2 --command "sleep $work"
   array="$ARRAY"
-  cancel_on_exit "$array"
   local id="$JOB" before
   wait_until 60 is_running "sleep $mark"
   before="$(git rev-parse "refs/mullet/jobs/$id")"

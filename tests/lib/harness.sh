@@ -134,6 +134,14 @@ is_running() {
   pgrep -f "[${1:0:1}]${1:1}" >/dev/null
 }
 
+# is_running_exactly COMMAND: a process whose whole command line is COMMAND
+# runs. A shell or bwrap that holds COMMAND among its words does not count
+# (is_running's match): once a worker's script `...; sleep N` runs its own
+# `sleep N`, everything the script did before it is done.
+is_running_exactly() {
+  pgrep -f "^$(printf '%s' "$1" | sed 's/[][\\.*^$+?(){}|]/\\&/g')\$" >/dev/null
+}
+
 # no_process_left PATTERN: within 2 s, no process's command line matches.
 no_process_left() {
   local pattern="[${1:0:1}]${1:1}" deadline=$((SECONDS + 2))
