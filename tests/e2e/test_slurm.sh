@@ -121,11 +121,8 @@ test_four_one_cpu_jobs_on_two_cpus_two_wait_queued() {
 # sleep's marker), RUNNING, RUNNING_ID, QUEUED and QUEUED_ID (the jobs and
 # the scheduler's ids), which are cancelled when the test ends.
 running_and_queued() {
-  slurm_config 2
-  MARK="$(marker)"
-  submit -m "runs" --command "sleep $MARK"
-  RUNNING="$JOB"
-  RUNNING_ID="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"
+  hold_the_node
+  MARK="$HOLDER_MARK" RUNNING="$HOLDER" RUNNING_ID="$HOLDER_ID"
   submit -m "waits" --command "echo never >never"
   QUEUED="$JOB"
   QUEUED_ID="$(json_get "$JOB_JSON" .dispatch.scheduler_id)"

@@ -9,7 +9,9 @@ changed = {os.path.realpath(os.path.join(source_dir, p)) for p in sys.stdin.read
 deps = subprocess.run(["ninja", "-C", build_dir, "-t", "deps"], capture_output=True, text=True, check=True).stdout
 selected, current, source = set(), False, None
 for line in deps.splitlines():
-    if line and not line.startswith(" "):
+    if not line.strip():
+        continue
+    if not line.startswith(" "):
         source, current = None, False
         continue
     path = os.path.realpath(os.path.join(build_dir, line.strip()))
